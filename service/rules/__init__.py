@@ -1,0 +1,76 @@
+"""The pure rules engine of uno-audit: four UNO rule sets as one decider.
+
+``decide(state, command)`` answers with the events a command produces or the rule it breaks;
+``evolve(state, event)`` applies one event. No I/O, no clock, no logging; randomness comes only from
+the game's seed (:mod:`service.rules.fair`). Rule ids are those of ``docs/RULES.md``.
+"""
+
+from .cards import DECKS, Card, CardError, Colour, Face, card, cards
+from .commands import (
+    NO_SUPPLY,
+    Accept,
+    CallUno,
+    Catch,
+    Challenge,
+    Choose,
+    Command,
+    CreateGame,
+    Draw,
+    Pass,
+    Play,
+    Press,
+    Reshuffle,
+    StartRound,
+    Supply,
+)
+from .decide import CommandError, check, create, decide, execute, playable, resolve
+from .events import Awaiting, Event
+from .options import OptionError, Options, Variant, make_options
+from .state import State, conservation_error, evolve, fold, new_state
+from .violations import Impossible, Rule, Violation
+
+__all__ = [
+    "DECKS",
+    "NO_SUPPLY",
+    "Accept",
+    "Awaiting",
+    "CallUno",
+    "Card",
+    "CardError",
+    "Catch",
+    "Challenge",
+    "Choose",
+    "Colour",
+    "Command",
+    "CommandError",
+    "CreateGame",
+    "Draw",
+    "Event",
+    "Face",
+    "Impossible",
+    "OptionError",
+    "Options",
+    "Pass",
+    "Play",
+    "Press",
+    "Reshuffle",
+    "Rule",
+    "StartRound",
+    "State",
+    "Supply",
+    "Variant",
+    "Violation",
+    "card",
+    "cards",
+    "check",
+    "conservation_error",
+    "create",
+    "decide",
+    "evolve",
+    "execute",
+    "fold",
+    "make_options",
+    "new_state",
+    "playable",
+    "resolve",
+]

@@ -1,0 +1,179 @@
+"""UNO Attack (both editions): every draw is a launcher press, plus the Attack action cards.
+
+The launcher is the draw pile (``attack.launcher``): each press fires ``k >= 0`` cards, ``k`` drawn from
+the game's launcher distribution (see :mod:`service.rules.fair`).
+"""
+
+from __future__ import annotations
+
+from .cards import Face
+from .classic import Effect, next_turn
+from .engine import Act, Played
+from .events import Awaiting, DirectionReversed, HandsTraded
+from .options import CustomAction
+from .violations import Rule
+
+#: A Wild Hit-Fire victim presses until a card fires; this many empty presses in a row end it anyway
+#: (a launcher distribution that almost never fires must not hang the game).
+HIT_FIRE_LIMIT = 100
+
+
+def presses(act: Act, seat: int, count: int, cause: Rule) -> None:
+    """``seat`` presses the launcher ``count`` times."""
+    for _ in range(count):
+        act.press(seat, cause)
+
+
+def _then(act: Act, played: Played, pointer: int) -> None:
+    """End an S or R play: offer the follow-up chance (``attack.follow-up``) or pass the turn on."""
+    if played.going_out:
+        return
+    s = act.state
+    if not played.chained and s.size >= 3 and s.options.attack_follow_up:
+        act.prompt(played.cmd.player, Awaiting.FOLLOW_UP, pointer=pointer, new_turn=False)
+    else:
+        act.prompt(pointer)
+
+
+def skip(act: Act, played: Played) -> None:
+    """Skip (``action.skip``), with the follow-up chance."""
+    _then(act, played, act.state.next_seat(played.origin, 2))
+
+
+def reverse(act: Act, played: Played) -> None:
+    """Reverse (``action.reverse``), with the follow-up chance; with two players it acts as Skip."""
+    act.emit(DirectionReversed())
+    s = act.state
+    if s.size == 2 and s.options.two_player_reverse_skips:
+        _then(act, played, played.origin)
+    else:
+        _then(act, played, s.next_seat(played.origin))
+
+
+def hit_two(act: Act, played: Played) -> None:
+    """``attack.hit-two``: the next player presses twice and loses the turn."""
+    s = act.state
+    presses(act, s.next_seat(played.origin), 2, Rule.ATTACK_HIT_TWO)
+    if not played.going_out:
+        act.prompt(s.next_seat(played.origin, 2))
+
+
+def wild_hit_four(act: Act, played: Played) -> None:
+    """``attack.wild-hit-four``: the next player presses 4 times and loses the turn."""
+    s = act.state
+    presses(act, s.next_seat(played.origin), 4, Rule.ATTACK_WILD_HIT_FOUR)
+    if not played.going_out:
+        act.prompt(s.next_seat(played.origin, 2))
+
+
+def attack_attack(act: Act, played: Played) -> None:
+    """``attack.attack-attack``: the named player presses twice; play then passes on normally."""
+    assert played.cmd.target is not None
+    presses(act, played.cmd.target, 2, Rule.ATTACK_ATTACK_ATTACK)
+    next_turn(act, played)
+
+
+def trade_hands(act: Act, played: Played) -> None:
+    """``attack.trade-hands``: swap hands with the named opponent. A player going out on it has won;
+    there is no hand left to trade (digest ``round.end`` keeps only effects on others)."""
+    assert played.cmd.target is not None
+    if not played.going_out:
+        act.emit(HandsTraded(played.cmd.player, played.cmd.target))
+    next_turn(act, played)
+
+
+def all_hit(act: Act, played: Played) -> None:
+    """``attack.all-hit``: every other player presses once, starting left (clockwise)."""
+    s = act.state
+    for k in range(1, s.size):
+        act.press((played.cmd.player + k) % s.size, Rule.ATTACK_ALL_HIT)
+    next_turn(act, played)
+
+
+def hit_fire(act: Act, played: Played) -> None:
+    """``attack.hit-fire``: the next player presses until at least one card fires, then loses the turn."""
+    s = act.state
+    victim = s.next_seat(played.origin)
+    for _ in range(HIT_FIRE_LIMIT):
+        if act.press(victim, Rule.ATTACK_HIT_FIRE) or not (act.state.pile or act.state.discard[:-1]):
+            break
+    if not played.going_out:
+        act.prompt(s.next_seat(played.origin, 2))
+
+
+def customizable(act: Act, played: Played) -> None:
+    """``attack.customizable``: the action fixed at game creation (a plain wild when unset)."""
+    s = act.state
+    action, count = s.options.custom_action, s.options.custom_count
+    if action is CustomAction.TARGET_PRESS:
+        assert played.cmd.target is not None
+        presses(act, played.cmd.target, count, Rule.ATTACK_CUSTOMIZABLE)
+        next_turn(act, played)
+    elif action is CustomAction.ALL_PRESS:
+        for seat in act.others_from(played.cmd.player):
+            presses(act, seat, count, Rule.ATTACK_CUSTOMIZABLE)
+        next_turn(act, played)
+    elif action is CustomAction.SKIP:
+        if not played.going_out:
+            act.prompt(s.next_seat(played.origin, 2))
+    elif action is CustomAction.REVERSE:
+        act.emit(DirectionReversed())
+        if not played.going_out:
+            two = s.size == 2 and s.options.two_player_reverse_skips
+            act.prompt(played.origin if two else act.state.next_seat(played.origin))
+    elif action is CustomAction.TRADE_HANDS:
+        trade_hands(act, played)
+    else:
+        next_turn(act, played)
+
+
+def names_target(face: Face, custom: CustomAction) -> bool:
+    """Whether a card of ``face`` must name another player when played."""
+    if face is Face.WILD_CUSTOMIZABLE:
+        return custom in (CustomAction.TARGET_PRESS, CustomAction.TRADE_HANDS)
+    return face in (Face.WILD_ATTACK_ATTACK, Face.TRADE_HANDS)
+
+
+EFFECTS: dict[Face, Effect] = {
+    **{face: next_turn for face in Face if face.number is not None},
+    Face.SKIP: skip,
+    Face.REVERSE: reverse,
+    Face.WILD: next_turn,
+    Face.DISCARD_ALL: next_turn,  # its extra discards go down with the play itself
+    Face.HIT_TWO: hit_two,
+    Face.WILD_HIT_FOUR: wild_hit_four,
+    Face.WILD_ATTACK_ATTACK: attack_attack,
+    Face.TRADE_HANDS: trade_hands,
+    Face.WILD_ALL_HIT: all_hit,
+    Face.WILD_HIT_FIRE: hit_fire,
+    Face.WILD_CUSTOMIZABLE: customizable,
+}
+
+
+def first_card(act: Act) -> None:
+    """``setup.first-card`` for UNO Attack: H2 → the first player presses twice and loses the turn;
+    S, R as classic; W → the first player chooses the colour; DA → no effect; any other wild or TH →
+    returned to a random place in the launcher and flip again (digest **[decision]**)."""
+    s = act.state
+    assert s.dealer is not None
+    dealer = s.dealer
+    first = s.next_seat(dealer)
+    card = act.flip()
+    while card is not None and (
+        card.face is Face.TRADE_HANDS or (card.is_wild and card.face is not Face.WILD)
+    ):
+        act.return_flip(card, anywhere=True)
+        card = act.flip()
+    face = card.face if card is not None else Face.ONE
+    if face is Face.HIT_TWO:
+        presses(act, first, 2, Rule.ATTACK_HIT_TWO)
+        act.prompt(act.state.next_seat(first))
+    elif face is Face.SKIP:
+        act.prompt(act.state.next_seat(first))
+    elif face is Face.REVERSE:
+        act.emit(DirectionReversed())
+        act.prompt(dealer)
+    elif face is Face.WILD:
+        act.prompt(first, Awaiting.COLOUR, pointer=first, new_turn=False)
+    else:
+        act.prompt(first)

@@ -1,0 +1,171 @@
+"""Bot players: a random-legal bot and a sensible one.
+
+Both make every kind of decision the rules ask for — play, draw, pass, press, choose a colour or a
+target, accept or challenge a Wild Draw Four — and the table talk around it: calling UNO (and forgetting
+to, at a set rate), calling it late, and catching others. A bot only proposes commands; the decider
+judges them like anyone else's. Bots draw their choices from their own :class:`random.Random`, never
+from the game's seed, so they cannot learn hidden cards.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .attack import names_target
+from .cards import Card, Colour, Face
+from .commands import Accept, CallUno, Catch, Challenge, Choose, Command, Draw, Pass, Play, Press
+from .decide import playable
+from .events import Awaiting
+from .options import Variant
+from .state import State
+
+COLOURS = tuple(Colour)
+
+
+@dataclass(frozen=True, slots=True)
+class Habits:
+    """How a bot behaves at the table, as probabilities."""
+
+    forget_uno: float = 0.1  # plays down to one card without calling UNO
+    late_call: float = 0.3  # having forgotten, calls UNO before anyone catches it
+    catch: float = 0.5  # catches an exposed player when it notices
+    challenge: float = 0.3  # challenges a Wild Draw Four
+    play_drawn: float = 0.8  # plays a playable drawn card
+    follow_up: float = 0.7  # takes an UNO Attack follow-up chance
+
+
+class RandomBot:
+    """Chooses uniformly among the legal moves (playing any playable card, or drawing/pressing)."""
+
+    def __init__(self, rng: random.Random, habits: Habits | None = None) -> None:
+        self.rng = rng
+        self.habits = habits or Habits()
+
+    # --- decisions on the bot's own turn ----------------------------------------------------------------
+
+    def act(self, state: State) -> Command:
+        """The command for the decision the game waits for from this bot (``state.turn``)."""
+        seat = state.turn
+        awaiting = state.awaiting
+        if awaiting is Awaiting.PLAY:
+            return self.turn(state, seat)
+        if awaiting is Awaiting.DRAWN:
+            assert state.drawn is not None
+            if self.rng.random() < self.habits.play_drawn:
+                return self.play(state, seat, state.drawn)
+            return Pass(seat)
+        if awaiting is Awaiting.FOLLOW_UP:
+            options = self.playable(state, seat)
+            if options and self.rng.random() < self.habits.follow_up:
+                return self.play(state, seat, self.pick_card(state, seat, options))
+            return Pass(seat)
+        if awaiting is Awaiting.WD4_RESPONSE:
+            return Challenge(seat) if self.wants_challenge(state, seat) else Accept(seat)
+        if awaiting is Awaiting.COLOUR:
+            return Choose(seat, colour=self.pick_colour(state, seat))
+        if awaiting is Awaiting.TARGET:
+            return Choose(seat, target=self.pick_target(state, seat))
+        raise ValueError(f"a bot cannot act while the game waits for {awaiting.value}")
+
+    def turn(self, state: State, seat: int) -> Command:
+        """A normal turn: one of the playable cards, or the draw (the launcher in UNO Attack)."""
+        options = self.playable(state, seat)
+        if options and self.rng.randrange(len(options) + 1) < len(options):
+            return self.play(state, seat, self.pick_card(state, seat, options))
+        return Press(seat) if state.variant is Variant.ATTACK else Draw(seat)
+
+    def playable(self, state: State, seat: int) -> list[Card]:
+        """The cards in hand that may be played now (``play.match``)."""
+        top, colour = state.discard[-1], state.colour
+        return [c for c in state.hands[seat] if playable(c, top, colour)]
+
+    def pick_card(self, state: State, seat: int, options: Sequence[Card]) -> Card:
+        """Which playable card to play."""
+        return self.rng.choice(options)
+
+    def play(self, state: State, seat: int, card: Card) -> Play:
+        """The full play command for ``card``: colour, target and UNO call as this bot would."""
+        colour = (
+            self.pick_colour(state, seat) if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
+        )
+        target = (
+            self.pick_target(state, seat) if names_target(card.face, state.options.custom_action) else None
+        )
+        hand = state.hands[seat]
+        left = len(hand) - 1
+        if card.face is Face.DISCARD_ALL:
+            left -= sum(1 for c in hand if c.colour is card.colour) - 1
+        uno = left == 1 and self.rng.random() >= self.habits.forget_uno
+        return Play(seat, card, colour, uno, target)
+
+    def pick_colour(self, state: State, seat: int) -> Colour:
+        """The colour to name for a wild."""
+        return self.rng.choice(COLOURS)
+
+    def pick_target(self, state: State, seat: int) -> int:
+        """The opponent to name."""
+        return self.rng.choice([s for s in range(state.size) if s != seat])
+
+    def wants_challenge(self, state: State, seat: int) -> bool:
+        """Whether to challenge the pending Wild Draw Four."""
+        return self.rng.random() < self.habits.challenge
+
+    # --- table talk, out of turn -------------------------------------------------------------------
+
+    def talk(self, state: State, seat: int) -> Command | None:
+        """An UNO call or a catch this bot makes now, if any (the window is ``state.exposed``)."""
+        exposed = state.exposed
+        if exposed is None:
+            return None
+        if exposed == seat:
+            return CallUno(seat) if self.rng.random() < self.habits.late_call else None
+        return Catch(seat, exposed) if self.rng.random() < self.habits.catch else None
+
+
+class SensibleBot(RandomBot):
+    """Plays like a careful person: keeps wilds for later, attacks a player close to going out, names
+    the colour it holds most of, plays Wild Draw Four only when it is legal, challenges when the
+    offender probably had the colour, and always catches a missed UNO."""
+
+    def __init__(self, rng: random.Random, habits: Habits | None = None) -> None:
+        super().__init__(rng, habits or Habits(forget_uno=0.02, late_call=0.5, catch=1.0))
+
+    def turn(self, state: State, seat: int) -> Command:
+        options = self.playable(state, seat)
+        if options:
+            legal = [c for c in options if c.face is not Face.WILD_DRAW_FOUR or self._wd4_legal(state, seat)]
+            if legal:
+                return self.play(state, seat, self.pick_card(state, seat, legal))
+        return Press(seat) if state.variant is Variant.ATTACK else Draw(seat)
+
+    def _wd4_legal(self, state: State, seat: int) -> bool:
+        colour = state.colour
+        return not any(c.colour is colour and c.colour is not None for c in state.hands[seat])
+
+    def pick_card(self, state: State, seat: int, options: Sequence[Card]) -> Card:
+        next_seat = state.next_seat(seat)
+        threatened = len(state.hands[next_seat]) <= 2
+
+        def score(c: Card) -> tuple[int, int]:
+            attacking = c.number is None and c.face not in (Face.WILD, Face.WILD_CUSTOMIZABLE)
+            # Attack the next player when they are close to going out; otherwise shed points, saving wilds.
+            urgency = 2 if threatened and attacking else 0
+            return (urgency - (1 if c.is_wild else 0), c.points)
+
+        return max(options, key=score)
+
+    def pick_colour(self, state: State, seat: int) -> Colour:
+        counts = Counter(c.colour for c in state.hands[seat] if c.colour is not None)
+        return counts.most_common(1)[0][0] if counts else self.rng.choice(COLOURS)
+
+    def pick_target(self, state: State, seat: int) -> int:
+        others = [s for s in range(state.size) if s != seat]
+        return min(others, key=lambda s: (len(state.hands[s]), s))
+
+    def wants_challenge(self, state: State, seat: int) -> bool:
+        # The more cards the offender held, the likelier one was of the active colour.
+        assert state.wd4 is not None
+        return len(state.wd4.hand) >= 6 and self.rng.random() < 0.6

@@ -1,0 +1,231 @@
+"""The table at work while one command is resolved: cards leave the pile, events are emitted.
+
+:class:`Act` collects the events of one command and keeps the state they lead to (each event goes
+through :func:`~service.rules.state.evolve` as it is emitted, so effects always read the true table).
+Every card that leaves the draw pile passes through here, which is where fair dealing
+(``fair.commit``) and reshuffling (``draw.reshuffle``) are enforced:
+
+* a seeded game takes cards from its known pile and derives every reshuffle and launcher press from the
+  seed (:mod:`service.rules.fair`);
+* a game reconstructed from a table takes them from its known deck order, or — where the order is not
+  known — from the :class:`~service.rules.commands.Supply` the table reported, checked against what the
+  pile can still hold.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from . import fair
+from .cards import Card, hand_points
+from .commands import Play, Supply
+from .events import (
+    Awaiting,
+    CardDrawn,
+    CardFlipped,
+    CardsTaken,
+    Event,
+    FlipReturned,
+    GameEnded,
+    LauncherPressed,
+    PileReshuffled,
+    Prompted,
+    RoundEnded,
+)
+from .state import State, canonical, evolve
+from .violations import Impossible, Rule
+
+
+class Played(NamedTuple):
+    """A card being played, as the effect functions of the rule-set modules see it."""
+
+    cmd: Play
+    origin: int  # the seat that "next player" counts from (the player, or before a follow-up pointer)
+    going_out: bool  # the play emptied the player's hand (``round.end``)
+    chained: bool  # an UNO Attack follow-up card, which earns no further follow-up
+
+
+class Act:
+    """One command being resolved: the running state, the events so far, the table's supply."""
+
+    __slots__ = ("_draw_index", "_flip_index", "_press_index", "events", "state", "supply")
+
+    def __init__(self, state: State, supply: Supply) -> None:
+        self.state = state
+        self.events: list[Event] = []
+        self.supply = supply
+        self._draw_index: dict[int, int] = {}
+        self._press_index = 0
+        self._flip_index = 0
+
+    def emit(self, event: Event) -> None:
+        """Record ``event`` and apply it."""
+        self.events.append(event)
+        self.state = evolve(self.state, event)
+
+    def name(self, seat: int) -> str:
+        """The name of the player in ``seat``, for messages."""
+        return self.state.players[seat]
+
+    # --- whose turn ---------------------------------------------------------------------------------
+
+    def prompt(
+        self, seat: int, awaiting: Awaiting = Awaiting.PLAY, pointer: int | None = None, new_turn: bool = True
+    ) -> None:
+        """Wait for ``seat`` to act as ``awaiting`` says."""
+        self.emit(Prompted(seat, awaiting, pointer, new_turn))
+
+    def others_from(self, origin: int) -> list[int]:
+        """Every seat but ``origin``, in turn order starting with the next one."""
+        s = self.state
+        return [s.next_seat(origin, k) for k in range(1, s.size)]
+
+    # --- the draw pile ------------------------------------------------------------------------------
+
+    def refill(self) -> bool:
+        """Make sure the draw pile has a card (``draw.reshuffle``); false when nothing can be drawn."""
+        s = self.state
+        if s.pile:
+            return True
+        rest = s.discard[:-1]
+        if not rest:
+            return False
+        if s.seed is not None:
+            label = f"round:{s.round}:reshuffle:{s.reshuffles}"
+            self.emit(PileReshuffled(fair.shuffled(s.seed, label, rest), True))
+        else:
+            # A table game reshuffled without telling us the order: from here on the table reports
+            # the cards it takes (Supply), and they are checked against what the pile holds.
+            self.emit(PileReshuffled(canonical(s.deck, rest), False))
+        return True
+
+    def _reported(self, listed: tuple[Card, ...], what: str) -> tuple[Card, ...]:
+        missing = Counter(listed) - Counter(self.state.pile)
+        if missing:
+            tokens = " ".join(c.token for c in missing.elements())
+            raise Impossible(Rule.DECK_COMPOSITION, f"{tokens} cannot come from the draw pile ({what})")
+        return listed
+
+    def _next_cards(self, seat: int, count: int) -> tuple[Card, ...]:
+        s = self.state
+        if s.pile_ordered:
+            return s.pile[:count]
+        start = self._draw_index.get(seat, 0)
+        listed = self.supply.draws.get(seat, ())[start : start + count]
+        if len(listed) < count:
+            raise Impossible(
+                Rule.FAIR_COMMIT,
+                f"the draw pile's order is unknown and the cards {self.name(seat)} took are not listed",
+            )
+        self._draw_index[seat] = start + count
+        return self._reported(listed, f"taken by {self.name(seat)}")
+
+    def take(self, seat: int, count: int, cause: Rule) -> int:
+        """``seat`` takes ``count`` cards because ``cause`` says so; returns how many there were."""
+        taken = 0
+        while count > 0 and self.refill():
+            k = min(count, len(self.state.pile))
+            self.emit(CardsTaken(seat, self._next_cards(seat, k), cause))
+            count -= k
+            taken += k
+        return taken
+
+    def draw_one(self, seat: int) -> Card | None:
+        """``seat`` draws one card by choice (``draw.one``); ``None`` when the pile and discards are out."""
+        if not self.refill():
+            return None
+        drawn = self._next_cards(seat, 1)[0]
+        self.emit(CardDrawn(seat, drawn))
+        return drawn
+
+    def flip(self) -> Card | None:
+        """Turn the top card of the draw pile onto the discard pile; ``None`` if there is none."""
+        if not self.refill():
+            return None
+        s = self.state
+        if s.pile_ordered:
+            card = s.pile[0]
+        else:
+            flips = self.supply.flips
+            if self._flip_index >= len(flips):
+                raise Impossible(
+                    Rule.FAIR_COMMIT, "the draw pile's order is unknown and the flipped card is not listed"
+                )
+            card = self._reported((flips[self._flip_index],), "flipped")[0]
+            self._flip_index += 1
+        self.emit(CardFlipped(card))
+        return card
+
+    def return_flip(self, card: Card, anywhere: bool) -> None:
+        """Put the flipped first card back: reshuffled into the pile, or (``anywhere``) at a random place.
+
+        A table game has no seed to draw a place from; its card goes to the bottom of the pile.
+        """
+        s = self.state
+        if s.seed is not None:
+            label = f"round:{s.round}:return:{s.returns}"
+            if anywhere:
+                at = fair.position(s.seed, label, len(s.pile))
+                pile = (*s.pile[:at], card, *s.pile[at:])
+            else:
+                pile = fair.shuffled(s.seed, label, (*s.pile, card))
+        elif s.pile_ordered:
+            pile = (*s.pile, card)
+        else:
+            pile = canonical(s.deck, (*s.pile, card))
+        self.emit(FlipReturned(card, pile))
+
+    # --- the UNO Attack launcher ----------------------------------------------------------------------
+
+    def press(self, seat: int, cause: Rule) -> tuple[Card, ...]:
+        """``seat`` presses the launcher once (``attack.launcher``); returns the cards it fired."""
+        s = self.state
+        if s.seed is not None:
+            label = f"round:{s.round}:press:{s.presses}"
+            count = fair.launcher_count(s.seed, label, s.options.launcher_weights)
+            listed: tuple[Card, ...] | None = None
+        else:
+            presses = self.supply.presses
+            if self._press_index >= len(presses):
+                raise Impossible(Rule.FAIR_COMMIT, f"the launcher press by {self.name(seat)} has no outcome")
+            outcome = presses[self._press_index]
+            self._press_index += 1
+            if isinstance(outcome, int):
+                count, listed = outcome, None
+            else:
+                count, listed = len(outcome), outcome
+        if count > 0:
+            self.refill()
+        s = self.state
+        if listed is None:
+            if not s.pile_ordered and count > 0:
+                raise Impossible(
+                    Rule.FAIR_COMMIT,
+                    f"the launcher's order is unknown and the cards it fired are not listed"
+                    f" (press by {self.name(seat)})",
+                )
+            fired = s.pile[:count]
+        elif s.pile_ordered:
+            if listed != s.pile[: len(listed)]:
+                raise Impossible(
+                    Rule.FAIR_COMMIT,
+                    f"the launcher fired {' '.join(c.token for c in listed)} but holds "
+                    f"{' '.join(c.token for c in s.pile[: len(listed)])} on top",
+                )
+            fired = listed
+        else:
+            fired = self._reported(listed, f"fired at {self.name(seat)}")
+        self.emit(LauncherPressed(seat, fired, cause))
+        return fired
+
+    # --- the end of a round -------------------------------------------------------------------------
+
+    def end_round(self, winner: int) -> None:
+        """``winner`` went out: score the round (``score.round``) and maybe the game (``score.match``)."""
+        s = self.state
+        points = sum(hand_points(h) for seat, h in enumerate(s.hands) if seat != winner)
+        self.emit(RoundEnded(s.round, winner, points, s.hands))
+        s = self.state
+        if s.options.single_round or s.scores[winner] >= s.options.target_score:
+            self.emit(GameEnded(winner, s.scores, s.seed))

@@ -1,0 +1,98 @@
+"""Fair dealing (digest ``fair.commit``): every shuffle and launcher press derived from a secret seed.
+
+The algorithm is fixed and independent of the Python version (it never touches :mod:`random`), so
+anyone holding the revealed seed can re-derive every card of a game:
+
+1. A *stream* for a purpose label (``"round:2:deal"``) is the concatenation of
+   ``HMAC-SHA256(key=seed, msg=label ‖ ":" ‖ counter)`` for counter = 0, 1, 2, … (counter in decimal
+   ASCII), read as consecutive big-endian unsigned 64-bit integers.
+2. ``below(n)`` takes the next integer ``u`` and rejects it while ``u >= 2**64 - (2**64 % n)`` (so the
+   result has no modulo bias), returning ``u % n``.
+3. A shuffle is Fisher–Yates on the canonical deck order (``cards.DECKS``) or on the given cards: for
+   ``i`` from ``len - 1`` down to ``1``, swap positions ``i`` and ``below(i + 1)``. Position 0 is the
+   top of the resulting pile.
+4. A launcher press picks ``k`` with ``below(sum(weights))`` against the cumulative weights.
+
+Labels used by the rules engine (``r`` is the round number, ``n`` a per-round counter from 0):
+``round:r:dealer-draw``, ``round:r:deal``, ``round:r:return:n`` (a first card put back),
+``round:r:reshuffle:n``, ``round:r:press:n``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterator, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_TWO_64 = 1 << 64
+SEED_BYTES = 32
+
+
+def new_seed() -> bytes:
+    """A fresh secret game seed from the operating system's CSPRNG."""
+    return secrets.token_bytes(SEED_BYTES)
+
+
+def commitment(seed: bytes) -> str:
+    """The hex SHA-256 of ``seed``, published when the game is created."""
+    return hashlib.sha256(seed).hexdigest()
+
+
+class Stream:
+    """The integers of one labelled HMAC-SHA256 counter stream (see the module docstring)."""
+
+    __slots__ = ("_buffer", "_counter", "_key", "_label")
+
+    def __init__(self, seed: bytes, label: str) -> None:
+        self._key = seed
+        self._label = label.encode()
+        self._counter = 0
+        self._buffer: Iterator[int] = iter(())
+
+    def _next_u64(self) -> int:
+        for value in self._buffer:
+            return value
+        block = hmac.digest(self._key, self._label + b":" + str(self._counter).encode(), "sha256")
+        self._counter += 1
+        words = [int.from_bytes(block[i : i + 8], "big") for i in range(0, 32, 8)]
+        self._buffer = iter(words[1:])
+        return words[0]
+
+    def below(self, n: int) -> int:
+        """A uniform integer in ``[0, n)``, without modulo bias."""
+        if n <= 0:
+            raise ValueError("below() needs a positive bound")
+        limit = _TWO_64 - (_TWO_64 % n)
+        while True:
+            value = self._next_u64()
+            if value < limit:
+                return value % n
+
+
+def shuffled(seed: bytes, label: str, items: Sequence[T]) -> tuple[T, ...]:
+    """``items`` in the order Fisher–Yates gives under the stream ``label``; index 0 is the top."""
+    stream = Stream(seed, label)
+    order = list(items)
+    for i in range(len(order) - 1, 0, -1):
+        j = stream.below(i + 1)
+        order[i], order[j] = order[j], order[i]
+    return tuple(order)
+
+
+def launcher_count(seed: bytes, label: str, weights: Sequence[int]) -> int:
+    """How many cards one launcher press fires, drawn from ``weights`` under the stream ``label``."""
+    roll = Stream(seed, label).below(sum(weights))
+    for count, weight in enumerate(weights):
+        if roll < weight:
+            return count
+        roll -= weight
+    raise AssertionError("unreachable: roll is below the sum of the weights")
+
+
+def position(seed: bytes, label: str, size: int) -> int:
+    """A uniform position in ``[0, size]`` (where a returned card goes back into a pile of ``size``)."""
+    return Stream(seed, label).below(size + 1)

@@ -1,0 +1,167 @@
+"""Rule sets and per-game options (digest §2–§7), validated once at game creation.
+
+Options are fixed when a game is created and recorded in its first event. Every option has a rule-set
+default; :func:`make_options` fills the defaults in and rejects anything unknown or out of range with an
+:class:`OptionError` that names the option.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+class Variant(enum.Enum):
+    """The four rule sets. The value is the name used in records and on the wire."""
+
+    CLASSIC = "classic"
+    SONIC = "sonic"
+    ATTACK = "attack"
+    MARIO_KART = "mario-kart"
+
+    @staticmethod
+    def parse(name: str) -> Variant:
+        """The variant called ``name``; raises :class:`OptionError` for an unknown name."""
+        try:
+            return Variant(name)
+        except ValueError:
+            known = ", ".join(v.value for v in Variant)
+            raise OptionError(f"unknown variant {name!r} (known: {known})") from None
+
+
+class OptionError(ValueError):
+    """An unknown option, a value of the wrong type, or one out of range."""
+
+
+class DealerSelection(enum.Enum):
+    """How the first round's dealer is found (``setup.dealer``)."""
+
+    GIVEN = "given"
+    DRAW = "draw"
+
+
+class CustomAction(enum.Enum):
+    """What the UNO Attack Wild Customizable does (``attack.customizable``), fixed at creation."""
+
+    PLAIN = "plain"  # unset: a plain wild
+    TARGET_PRESS = "target-press"  # a named player presses N times
+    ALL_PRESS = "all-press"  # every other player presses N times
+    SKIP = "skip"
+    REVERSE = "reverse"
+    TRADE_HANDS = "trade-hands"
+
+
+#: The launcher's default distribution of how many cards one press fires (index = cards fired).
+#: Weights, not probabilities: a press fires k cards with chance ``weight[k] / sum(weights)``.
+#: Often nothing (45 %), sometimes a few, rarely many (up to 6), as the seed describes the toy.
+DEFAULT_LAUNCHER_WEIGHTS: tuple[int, ...] = (45, 20, 13, 9, 6, 4, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Every option of the digest, with its value for one game. Build with :func:`make_options`."""
+
+    target_score: int
+    single_round: bool
+    dealer_selection: DealerSelection
+    two_player_reverse_skips: bool
+    wd4_wilds_block: bool
+    attack_edition: str
+    attack_follow_up: bool
+    launcher_weights: tuple[int, ...]
+    custom_action: CustomAction
+    custom_count: int
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON values, as recorded in the game's first event and in records."""
+        out = asdict(self)
+        out["dealer_selection"] = self.dealer_selection.value
+        out["custom_action"] = self.custom_action.value
+        out["launcher_weights"] = list(self.launcher_weights)
+        return out
+
+
+_DEFAULTS: dict[Variant, dict[str, Any]] = {
+    Variant.CLASSIC: {"dealer_selection": "draw", "single_round": False, "wd4_wilds_block": False},
+    Variant.SONIC: {"dealer_selection": "given", "single_round": True, "wd4_wilds_block": True},
+    Variant.ATTACK: {"dealer_selection": "given", "single_round": False, "wd4_wilds_block": False},
+    Variant.MARIO_KART: {"dealer_selection": "draw", "single_round": False, "wd4_wilds_block": False},
+}
+_COMMON_DEFAULTS: dict[str, Any] = {
+    "target_score": 500,
+    "two_player_reverse_skips": True,
+    "attack_edition": "original",
+    "attack_follow_up": True,
+    "launcher_weights": DEFAULT_LAUNCHER_WEIGHTS,
+    "custom_action": "plain",
+    "custom_count": 2,
+}
+ATTACK_EDITIONS = ("original", "2010")
+_OPTION_NAMES = tuple(f.name for f in fields(Options))
+
+
+def _bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise OptionError(f"option {name} must be true or false, not {value!r}")
+    return value
+
+
+def _int(name: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise OptionError(f"option {name} must be a whole number from {low} to {high}, not {value!r}")
+    return value
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise OptionError(f"option {name} must be one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+def make_options(variant: Variant, given: Mapping[str, Any] | None = None) -> Options:
+    """Validate ``given`` (option name → JSON value) and fill in ``variant``'s defaults."""
+    values: dict[str, Any] = {**_COMMON_DEFAULTS, **_DEFAULTS[variant]}
+    for name, value in (given or {}).items():
+        if name not in _OPTION_NAMES:
+            raise OptionError(f"unknown option {name!r} (known: {', '.join(_OPTION_NAMES)})")
+        values[name] = value
+    edition = values["attack_edition"]
+    if isinstance(edition, int) and not isinstance(edition, bool):
+        edition = str(edition)  # records may write the year as a number
+    weights = values["launcher_weights"]
+    if (
+        not isinstance(weights, list | tuple)
+        or not weights
+        or any(isinstance(w, bool) or not isinstance(w, int) or w < 0 for w in weights)
+        or sum(weights) <= 0
+        or len(weights) > 32
+    ):
+        raise OptionError(
+            "option launcher_weights must be a list of 1 to 32 non-negative whole numbers with a "
+            f"positive sum, not {weights!r}"
+        )
+    return Options(
+        target_score=_int("target_score", values["target_score"], 1, 1_000_000),
+        single_round=_bool("single_round", values["single_round"]),
+        dealer_selection=DealerSelection(
+            _choice("dealer_selection", values["dealer_selection"], ("given", "draw"))
+        ),
+        two_player_reverse_skips=_bool("two_player_reverse_skips", values["two_player_reverse_skips"]),
+        wd4_wilds_block=_bool("wd4_wilds_block", values["wd4_wilds_block"]),
+        attack_edition=_choice("attack_edition", edition, ATTACK_EDITIONS),
+        attack_follow_up=_bool("attack_follow_up", values["attack_follow_up"]),
+        launcher_weights=tuple(weights),
+        custom_action=CustomAction(
+            _choice("custom_action", values["custom_action"], tuple(a.value for a in CustomAction))
+        ),
+        custom_count=_int("custom_count", values["custom_count"], 1, 10),
+    )
+
+
+def deck_name(variant: Variant, options: Options) -> str:
+    """The key of :data:`service.rules.cards.DECKS` that this game is dealt from."""
+    if variant is Variant.ATTACK and options.attack_edition == "2010":
+        return "attack-2010"
+    return variant.value

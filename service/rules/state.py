@@ -1,0 +1,425 @@
+"""The state of one game and :func:`evolve`, which applies an event to it.
+
+:class:`State` is an immutable named tuple (cheap to copy with ``_replace``, which matters: the engine
+builds one per event). It holds everything the rules need and nothing else; it is always the fold of the
+game's events (:func:`fold`), so it can be rebuilt from the log at any time.
+
+``evolve`` is mechanical: it trusts the event and never validates. All judgement lives in
+:mod:`service.rules.decide`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+from .cards import DECKS, Card, Colour, Face
+from .events import (
+    Awaiting,
+    CardDrawn,
+    CardFlipped,
+    CardPlayed,
+    CardsTaken,
+    ColourChosen,
+    DealerDrawn,
+    DirectionReversed,
+    Event,
+    FlipReturned,
+    GameCreated,
+    GameEnded,
+    HandsTraded,
+    LauncherPressed,
+    Passed,
+    PileReshuffled,
+    Prompted,
+    RoundEnded,
+    RoundStarted,
+    UnoCalled,
+    UnoCaught,
+    Wd4Accepted,
+    Wd4Challenged,
+)
+from .options import Options, Variant, deck_name
+from .violations import Rule
+
+HAND_SIZE = 7
+
+
+class Wd4Play(NamedTuple):
+    """A Wild Draw Four awaiting its victim's answer: what a challenge will look at (``wd4.legal``)."""
+
+    offender: int
+    hand: tuple[Card, ...]  # the offender's hand as it was when playing, the Wild Draw Four included
+    colour: Colour | None  # the active colour then
+    top: Card  # the top card then
+
+
+class RoundResult(NamedTuple):
+    """The outcome of one finished round (``round.end``, ``score.round``)."""
+
+    round: int
+    winner: int
+    points: int
+    hands: tuple[tuple[Card, ...], ...]
+
+
+class State(NamedTuple):
+    """Everything the rules need to judge the next command of one game.
+
+    Seats are 0-based, clockwise. ``direction`` is +1 (clockwise) or -1. The draw pile is listed top
+    first; when ``pile_ordered`` is false its order is unknown (a table game without a deck) and it is
+    kept in canonical deck order. The discard pile is listed bottom first, so ``discard[-1]`` is the top.
+    """
+
+    variant: Variant
+    players: tuple[str, ...]
+    options: Options
+    seed: bytes | None
+    seed_sha256: str | None
+    deck: tuple[Card, ...]  # the rule set's full deck, canonical order
+    round: int  # 0 before the first round
+    dealer: int | None
+    awaiting: Awaiting
+    turn: int  # the player the game waits for
+    pointer: int | None  # whose turn follows a pending choice or follow-up chance
+    hands: tuple[tuple[Card, ...], ...]
+    pile: tuple[Card, ...]
+    pile_ordered: bool
+    discard: tuple[Card, ...]
+    colour: Colour | None  # the active colour (None only while a colour choice is pending)
+    direction: int
+    exposed: int | None  # the player whose UNO window is open (came down to one card, no call)
+    drawn: Card | None  # the card drawn this turn, while it may still be played
+    wd4: Wd4Play | None
+    turn_owner: int | None  # who took the current turn
+    previous: int | None  # who took the turn before (``mk.item.banana``)
+    reshuffles: int  # per-round counters naming the seeded streams (see service.rules.fair)
+    presses: int
+    returns: int
+    scores: tuple[int, ...]
+    results: tuple[RoundResult, ...]
+    winner: int | None
+
+    @property
+    def top(self) -> Card:
+        """The top card of the discard pile."""
+        return self.discard[-1]
+
+    @property
+    def size(self) -> int:
+        """The number of players."""
+        return len(self.players)
+
+    def next_seat(self, seat: int, steps: int = 1) -> int:
+        """The seat ``steps`` places after ``seat`` in the current direction of play."""
+        return (seat + self.direction * steps) % len(self.players)
+
+    def in_round(self) -> bool:
+        """Whether a round is being played (dealt and not yet won)."""
+        return self.awaiting is not Awaiting.ROUND_START and self.awaiting is not Awaiting.GAME_OVER
+
+
+def new_state(event: GameCreated) -> State:
+    """The state right after ``event``, the first event of every game."""
+    n = len(event.players)
+    return State(
+        variant=event.variant,
+        players=event.players,
+        options=event.options,
+        seed=event.seed,
+        seed_sha256=event.seed_sha256,
+        deck=DECKS[deck_name(event.variant, event.options)],
+        round=0,
+        dealer=event.dealer,
+        awaiting=Awaiting.ROUND_START,
+        turn=0,
+        pointer=None,
+        hands=((),) * n,
+        pile=(),
+        pile_ordered=True,
+        discard=(),
+        colour=None,
+        direction=1,
+        exposed=None,
+        drawn=None,
+        wd4=None,
+        turn_owner=None,
+        previous=None,
+        reshuffles=0,
+        presses=0,
+        returns=0,
+        scores=(0,) * n,
+        results=(),
+        winner=None,
+    )
+
+
+def deal(
+    deck: Sequence[Card], players: int, dealer: int
+) -> tuple[tuple[tuple[Card, ...], ...], tuple[Card, ...]]:
+    """Deal 7 cards each from ``deck`` (top first), one at a time starting left of ``dealer``.
+
+    Returns the hands by seat and the rest of the deck (``setup.deal``).
+    """
+    hands: list[list[Card]] = [[] for _ in range(players)]
+    for i in range(HAND_SIZE * players):
+        hands[(dealer + 1 + i) % players].append(deck[i])
+    return tuple(tuple(h) for h in hands), tuple(deck[HAND_SIZE * players :])
+
+
+def without(cards: tuple[Card, ...], remove: Iterable[Card]) -> tuple[Card, ...]:
+    """``cards`` less one copy of each card of ``remove`` (each must be present)."""
+    out = list(cards)
+    for c in remove:
+        out.remove(c)
+    return tuple(out)
+
+
+def canonical(deck: tuple[Card, ...], multiset: Iterable[Card]) -> tuple[Card, ...]:
+    """``multiset`` listed in the canonical order of ``deck`` (for piles in no known order)."""
+    counts = Counter(multiset)
+    out: list[Card] = []
+    for c in deck:
+        if counts[c] > 0:
+            counts[c] -= 1
+            out.append(c)
+    return tuple(out)
+
+
+def _replace_hand(
+    hands: tuple[tuple[Card, ...], ...], seat: int, hand: tuple[Card, ...]
+) -> tuple[tuple[Card, ...], ...]:
+    return (*hands[:seat], hand, *hands[seat + 1 :])
+
+
+def _take_from_pile(state: State, taken: tuple[Card, ...]) -> tuple[Card, ...]:
+    if state.pile_ordered:
+        return state.pile[len(taken) :]
+    return without(state.pile, taken)
+
+
+def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -> State:
+    return state._replace(
+        hands=_replace_hand(state.hands, seat, state.hands[seat] + taken),
+        pile=_take_from_pile(state, taken),
+        **changes,
+    )
+
+
+def _dealer_drawn(state: State, event: DealerDrawn) -> State:
+    return state._replace(dealer=event.dealer)
+
+
+def _round_started(state: State, event: RoundStarted) -> State:
+    n = len(state.players)
+    if event.deck is not None:
+        hands, pile = deal(event.deck, n, event.dealer)
+        ordered = True
+    else:
+        assert event.hands is not None
+        hands = event.hands
+        pile = canonical(state.deck, without(state.deck, [c for h in hands for c in h]))
+        ordered = False
+    return state._replace(
+        round=event.round,
+        dealer=event.dealer,
+        hands=hands,
+        pile=pile,
+        pile_ordered=ordered,
+        discard=(),
+        colour=None,
+        direction=1,
+        exposed=None,
+        drawn=None,
+        wd4=None,
+        turn_owner=None,
+        previous=None,
+        reshuffles=0,
+        presses=0,
+        returns=0,
+        pointer=None,
+    )
+
+
+def _card_flipped(state: State, event: CardFlipped) -> State:
+    return state._replace(
+        pile=_take_from_pile(state, (event.card,)),
+        discard=(*state.discard, event.card),
+        colour=event.card.colour,
+    )
+
+
+def _flip_returned(state: State, event: FlipReturned) -> State:
+    return state._replace(pile=event.pile, discard=state.discard[:-1], returns=state.returns + 1)
+
+
+def _pile_reshuffled(state: State, event: PileReshuffled) -> State:
+    return state._replace(
+        pile=event.pile,
+        pile_ordered=event.ordered,
+        discard=state.discard[-1:],
+        reshuffles=state.reshuffles + 1,
+    )
+
+
+def _card_played(state: State, event: CardPlayed) -> State:
+    seat = event.player
+    card = event.card
+    hand = state.hands[seat]
+    if event.discarded:
+        new_hand = without(hand, (card, *event.discarded))
+    else:
+        i = hand.index(card)
+        new_hand = hand[:i] + hand[i + 1 :]
+    wd4 = None
+    if card.face is Face.WILD_DRAW_FOUR:
+        wd4 = Wd4Play(seat, hand, state.colour, state.discard[-1])
+    return state._replace(
+        hands=_replace_hand(state.hands, seat, new_hand),
+        discard=(*state.discard, *event.discarded, card),
+        colour=event.colour if card.is_wild else card.colour,
+        exposed=seat if len(new_hand) == 1 and not event.uno else None,
+        drawn=None,
+        wd4=wd4,
+    )
+
+
+def _card_drawn(state: State, event: CardDrawn) -> State:
+    return _to_hand(state, event.player, (event.card,), drawn=event.card, exposed=None)
+
+
+def _cards_taken(state: State, event: CardsTaken) -> State:
+    return _to_hand(state, event.player, event.cards)
+
+
+def _launcher_pressed(state: State, event: LauncherPressed) -> State:
+    if event.cause is Rule.ATTACK_LAUNCHER:
+        return _to_hand(state, event.player, event.cards, presses=state.presses + 1, exposed=None)
+    return _to_hand(state, event.player, event.cards, presses=state.presses + 1)
+
+
+def _direction_reversed(state: State, event: DirectionReversed) -> State:
+    return state._replace(direction=-state.direction)
+
+
+def _colour_chosen(state: State, event: ColourChosen) -> State:
+    return state._replace(colour=event.colour)
+
+
+def _hands_traded(state: State, event: HandsTraded) -> State:
+    a, b = event.player, event.other
+    hands = list(state.hands)
+    hands[a], hands[b] = hands[b], hands[a]
+    exposed = None if state.exposed in (a, b) else state.exposed
+    return state._replace(hands=tuple(hands), exposed=exposed)
+
+
+def _uno_called(state: State, event: UnoCalled) -> State:
+    return state._replace(exposed=None) if state.exposed == event.player else state
+
+
+def _uno_caught(state: State, event: UnoCaught) -> State:
+    return state._replace(exposed=None)
+
+
+def _turn_action_closing(state: State, event: Passed | Wd4Accepted | Wd4Challenged) -> State:
+    return state._replace(exposed=None, drawn=None, wd4=None)
+
+
+def _prompted(state: State, event: Prompted) -> State:
+    owner, previous = state.turn_owner, state.previous
+    if event.new_turn and event.player != owner:
+        owner, previous = event.player, owner
+    return state._replace(
+        turn=event.player,
+        awaiting=event.awaiting,
+        pointer=event.pointer,
+        turn_owner=owner,
+        previous=previous,
+        drawn=state.drawn if event.awaiting is Awaiting.DRAWN else None,
+    )
+
+
+def _round_ended(state: State, event: RoundEnded) -> State:
+    scores = list(state.scores)
+    scores[event.winner] += event.points
+    result = RoundResult(event.round, event.winner, event.points, event.hands)
+    return state._replace(
+        scores=tuple(scores),
+        results=(*state.results, result),
+        awaiting=Awaiting.ROUND_START,
+        exposed=None,
+        wd4=None,
+        drawn=None,
+        pointer=None,
+    )
+
+
+def _game_ended(state: State, event: GameEnded) -> State:
+    return state._replace(awaiting=Awaiting.GAME_OVER, winner=event.winner)
+
+
+def _game_created(state: State, event: GameCreated) -> State:
+    return new_state(event)
+
+
+_HANDLERS: dict[type, Callable[[State, Any], State]] = {
+    GameCreated: _game_created,
+    DealerDrawn: _dealer_drawn,
+    RoundStarted: _round_started,
+    CardFlipped: _card_flipped,
+    FlipReturned: _flip_returned,
+    PileReshuffled: _pile_reshuffled,
+    CardPlayed: _card_played,
+    CardDrawn: _card_drawn,
+    Passed: _turn_action_closing,
+    CardsTaken: _cards_taken,
+    LauncherPressed: _launcher_pressed,
+    DirectionReversed: _direction_reversed,
+    ColourChosen: _colour_chosen,
+    HandsTraded: _hands_traded,
+    UnoCalled: _uno_called,
+    UnoCaught: _uno_caught,
+    Wd4Accepted: _turn_action_closing,
+    Wd4Challenged: _turn_action_closing,
+    Prompted: _prompted,
+    RoundEnded: _round_ended,
+    GameEnded: _game_ended,
+}
+
+
+def evolve(state: State, event: Event) -> State:
+    """The state after ``event``. Mechanical: the event is trusted, nothing is validated."""
+    return _HANDLERS[type(event)](state, event)
+
+
+def fold(events: Iterable[Event]) -> State:
+    """The state of a game from its whole log; the first event must be :class:`GameCreated`."""
+    it = iter(events)
+    first = next(it, None)
+    if not isinstance(first, GameCreated):
+        raise ValueError("a game's log starts with GameCreated")
+    state = new_state(first)
+    for event in it:
+        state = _HANDLERS[type(event)](state, event)
+    return state
+
+
+def conservation_error(state: State) -> str | None:
+    """Why the cards in play are not exactly the rule set's deck, or ``None`` when they are."""
+    held = Counter(state.pile)
+    held.update(state.discard)
+    for hand in state.hands:
+        held.update(hand)
+    if state.round == 0:
+        return None
+    if held == Counter(state.deck):
+        return None
+    expected = Counter(state.deck)
+    extra = held - expected
+    missing = expected - held
+    return (
+        f"cards not conserved: extra {sorted(c.token for c in extra.elements())}, "
+        f"missing {sorted(c.token for c in missing.elements())}"
+    )
