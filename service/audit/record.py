@@ -1,0 +1,729 @@
+"""The game record format ``uno-game-record/1``: a typed model, a strict reader and a canonical writer.
+
+A game record is the plain-text account of one game (``shared/RECORD.md``): JSON Lines, UTF-8, a header
+line, then for every round a round line followed by that round's action lines. Blank lines and lines
+whose first non-space character is ``#`` are ignored, but they still count: every line number here is
+the 1-based physical line number in the text, as the verifier's reports quote them.
+
+This module only reads and writes the format. It does not replay the game or judge any rule; that is the
+verifier's job. What it does check is that a record is well formed, so that the verifier can trust the
+types it is handed:
+
+* every line is one JSON object with no duplicate keys and no ``NaN``/``Infinity``;
+* the header comes first, names the format, a known variant, 2–10 distinct players and options that
+  :func:`service.rules.options.make_options` accepts, and a seed that matches its committed hash;
+* round lines are numbered 1, 2, 3… and give either the complete ``deck`` or the ``hands`` of every
+  player and the ``first`` flipped card(s);
+* every action line has exactly one action key, a ``by`` naming a player (except ``reshuffle``, where
+  it is optional), and only the modifiers that action can carry;
+* every card token is in the notation of the rules digest (``docs/RULES.md`` §1) and every player name
+  is one of the header's players;
+* the cards a round takes from the pile are given the way the round is dealt: with a ``deck``, press
+  outcomes are counts and no line lists cards (``cards``, ``flip``); without one, press outcomes are
+  lists of cards.
+
+Anything else is reported as a :class:`RecordError` naming the line. The model keeps what a line says,
+not what it means: ``options`` stay the raw JSON object (validated, never filled with defaults), so that
+:func:`write_record` gives back the same record.
+
+Canonical form (what :func:`write_record` produces, and what the examples in ``shared/records/`` already
+are): one JSON object per line in the separators of the format's own examples (``", "`` and ``": "``),
+non-ASCII characters written as they are, no blank or comment lines, and keys in this order:
+
+* header: ``record``, ``variant``, ``players``, ``options``, ``seed_sha256``, ``seed``;
+* round line: ``round``, ``dealer``, ``deck``, ``hands``, ``first``, ``cards``, ``fired``;
+* action line: ``by``, the action key, then ``colour``, ``uno``, ``target``, ``applied``, ``flip``,
+  ``cards``, ``fired``.
+
+Optional keys are written only when they say something (``uno`` only when true, ``cards``/``fired``
+only when non-empty); per-player objects list the players in seat order, ``options`` are sorted by name.
+Equal records (line numbers aside) are therefore written as the same text.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import re
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from service.rules.cards import Card, CardError, Colour, tokens
+from service.rules.options import Variant, make_options
+
+#: The value of the header's ``record`` key for this version of the format.
+FORMAT = "uno-game-record/1"
+
+#: The allowed number of players (digest ``setup.players``).
+MIN_PLAYERS = 2
+MAX_PLAYERS = 10
+
+#: One launcher outcome: how many cards came out (a round dealt from a deck), or which (a round without).
+Fired = int | tuple[Card, ...]
+
+
+class RecordError(ValueError):
+    """A game record that is not well formed.
+
+    ``line`` is the 1-based physical line number the problem is on (blank and comment lines count);
+    ``message`` says what is wrong. ``str()`` gives both as ``"line N: message"``.
+    """
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+        self.message = message
+
+
+class ActionKind(enum.Enum):
+    """What an action line does. The value is the line's action key."""
+
+    PLAY = "play"
+    DRAW = "draw"
+    PASS = "pass"
+    PRESS = "press"
+    CALL_UNO = "call"
+    CATCH = "catch"
+    CHALLENGE = "challenge"
+    ACCEPT = "accept"
+    CHOOSE = "choose"
+    RESHUFFLE = "reshuffle"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordHeader:
+    """The header, the first JSON line of a record.
+
+    Attributes:
+        variant: the rule set the game is played under.
+        players: the players' names in seat (clockwise) order; 2–10 distinct non-empty strings.
+        options: the ``options`` object exactly as recorded (option name → JSON value). It has been
+            validated with :func:`~service.rules.options.make_options` but not filled with defaults, so
+            it round-trips; call ``make_options(header.variant, header.options)`` for the full options.
+            A header without ``options`` reads as ``{}``.
+        seed_sha256: the committed SHA-256 of the game seed, 64 lowercase hex digits, if recorded.
+        seed: the revealed game seed, if recorded. When both are present, ``sha256(seed)`` matches.
+        line: the physical line number of the header; not part of equality.
+    """
+
+    variant: Variant
+    players: tuple[str, ...]
+    options: dict[str, Any]
+    seed_sha256: str | None
+    seed: bytes | None
+    line: int = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundLine:
+    """The line that starts a round.
+
+    A round is given either by its ``deck`` (``hands`` and ``first`` are then ``None``: the deal and the
+    first flip are taken from the deck) or by ``hands`` and ``first`` (``deck`` is then ``None``).
+
+    Attributes:
+        round: the round's number: 1 for the first round line, then 2, 3…
+        dealer: the player who deals this round.
+        deck: the complete shuffled deck before the deal, top card first.
+        hands: every player's dealt hand, keyed by every player of the header.
+        first: the card or cards flipped to start the discard pile, in flip order (at least one).
+        cards: cards that first-card penalties made players draw, per player (only without a deck);
+            empty when there were none.
+        fired: launcher presses that the first card imposed, one outcome per press in order (a count
+            with a deck, a list of cards without); empty when there were none.
+        line: the physical line number of the round line; not part of equality.
+    """
+
+    round: int
+    dealer: str
+    deck: tuple[Card, ...] | None
+    hands: dict[str, tuple[Card, ...]] | None
+    first: tuple[Card, ...] | None
+    cards: dict[str, tuple[Card, ...]]
+    fired: tuple[Fired, ...]
+    line: int = field(compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One action line. Which fields are set depends on ``kind``; the others keep their defaults.
+
+    ============  =====================================  ===============================================
+    kind          line                                   fields
+    ============  =====================================  ===============================================
+    PLAY          ``{"by": P, "play": "R+2", ...}``      ``card``; optional ``colour`` (a wild),
+                                                         ``uno``, ``target``, ``flip``, ``cards``,
+                                                         ``fired``
+    DRAW          ``{"by": P, "draw": true}``            optional ``cards`` (without a deck: what was
+                                                         drawn, written ``"cards": [...]`` or per player)
+    PASS          ``{"by": P, "pass": true}``            —
+    PRESS         ``{"by": P, "press": true,             ``fired``: always a 1-tuple holding the line's
+                  "fired": 2}``                          single outcome
+    CALL_UNO      ``{"by": P, "call": "uno"}``           —
+    CATCH         ``{"by": P, "catch": Q}``              ``target`` = Q; optional ``applied``
+                                                         (``"penalty"``/``"none"``), ``cards``, ``fired``
+    CHALLENGE     ``{"by": P, "challenge": true}``       optional ``applied`` (``"upheld"``/
+                                                         ``"failed"``), ``cards``
+    ACCEPT        ``{"by": P, "accept": true}``          optional ``cards``
+    CHOOSE        ``{"by": P, "choose": {...}}``         exactly one of ``colour`` (``{"colour": "B"}``)
+                                                         and ``target`` (``{"target": "cy"}``); optional
+                                                         ``cards``
+    RESHUFFLE     ``{"reshuffle": [...]}``               ``pile``; ``by`` is optional here only
+    ============  =====================================  ===============================================
+
+    Attributes:
+        line: the physical line number of the action; not part of equality.
+        by: the acting player; ``None`` only for a reshuffle that names nobody.
+        kind: what the line does.
+        card: the card played (PLAY).
+        colour: the colour chosen for a played wild (PLAY), or the colour chosen (CHOOSE).
+        uno: whether UNO was called with the play (PLAY).
+        target: the player named by the play (PLAY: WAA, TH, a customizable), caught (CATCH) or
+            chosen (CHOOSE: Green Shell).
+        applied: what the table did: ``"penalty"``/``"none"`` (CATCH), ``"upheld"``/``"failed"``
+            (CHALLENGE); ``None`` when the record does not say.
+        cards: the cards each listed player took from the pile because of this line (only in a round
+            without a deck); empty when none are listed.
+        fired: the launcher outcomes: for PRESS the press's own single outcome, otherwise one per press
+            the line imposed, in order; a count with a deck, a list of cards without. Empty when none.
+        flip: the card an item box flipped, as given on a PLAY line (only in a round without a deck).
+        pile: the new draw pile, top card first (RESHUFFLE).
+    """
+
+    line: int = field(compare=False)
+    by: str | None
+    kind: ActionKind
+    card: Card | None = None
+    colour: Colour | None = None
+    uno: bool = False
+    target: str | None = None
+    applied: str | None = None
+    cards: dict[str, tuple[Card, ...]] = field(default_factory=dict)
+    fired: tuple[Fired, ...] = ()
+    flip: Card | None = None
+    pile: tuple[Card, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundBlock:
+    """One round: its round line and the action lines after it, in record order."""
+
+    start: RoundLine
+    actions: tuple[Action, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """A whole record: the header and the rounds in order (possibly none).
+
+    Equality ignores line numbers, so ``read_record(write_record(r)) == r`` for every well-formed ``r``.
+    """
+
+    header: RecordHeader
+    rounds: tuple[RoundBlock, ...]
+
+
+# --- Reading ---------------------------------------------------------------------------------------------
+
+_HEADER_KEYS = ("record", "variant", "players", "options", "seed_sha256", "seed")
+_ROUND_KEYS = ("round", "dealer", "deck", "hands", "first", "cards", "fired")
+_ACTION_KEYS = tuple(kind.value for kind in ActionKind)
+#: The keys each action may carry besides ``by`` and its action key, in canonical order.
+_MODIFIERS: dict[ActionKind, tuple[str, ...]] = {
+    ActionKind.PLAY: ("colour", "uno", "target", "flip", "cards", "fired"),
+    ActionKind.DRAW: ("cards",),
+    ActionKind.PASS: (),
+    ActionKind.PRESS: ("fired",),
+    ActionKind.CALL_UNO: (),
+    ActionKind.CATCH: ("applied", "cards", "fired"),
+    ActionKind.CHALLENGE: ("applied", "cards"),
+    ActionKind.ACCEPT: ("cards",),
+    ActionKind.CHOOSE: ("cards",),
+    ActionKind.RESHUFFLE: (),
+}
+_ACTION_LINE_KEYS = frozenset(("by", *_ACTION_KEYS, *(key for keys in _MODIFIERS.values() for key in keys)))
+#: The ``applied`` values each action allows.
+_APPLIED = {ActionKind.CATCH: ("penalty", "none"), ActionKind.CHALLENGE: ("upheld", "failed")}
+#: Action keys whose only allowed value is ``true``.
+_FLAG_ACTIONS = (ActionKind.DRAW, ActionKind.PASS, ActionKind.PRESS, ActionKind.CHALLENGE, ActionKind.ACCEPT)
+_COLOURS = {colour.value: colour for colour in Colour}
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def _json_type(value: Any) -> str:
+    """How ``value`` is called in JSON, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+class _JsonProblem(ValueError):
+    """Raised by the JSON decoder hooks; becomes a :class:`RecordError` once the line is known."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _JsonProblem(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise _JsonProblem(f"invalid JSON: {name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+
+
+def _physical_lines(text: str) -> Iterator[tuple[int, str]]:
+    """The lines of ``text`` with their 1-based numbers, split at ``\\n`` only (JSON strings may hold
+    other Unicode line separators), without a trailing ``\\r``."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the text ends with a newline: no line after it
+    for number, line in enumerate(lines, start=1):
+        yield number, line.removesuffix("\r")
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """What reading one line needs: its number, the header's players and how the round is dealt."""
+
+    number: int
+    players: tuple[str, ...]
+    with_deck: bool
+
+    def fail(self, message: str) -> NoReturn:
+        raise RecordError(self.number, message)
+
+    def check_keys(self, obj: dict[str, Any], allowed: Collection[str], what: str) -> None:
+        for key in obj:
+            if key not in allowed:
+                self.fail(f"unknown key {key!r} on {what}")
+
+    def player(self, value: Any, key: str) -> str:
+        if not isinstance(value, str) or value not in self.players:
+            self.fail(f"{key!r} must name a player ({', '.join(self.players)}), not {_json_type(value)}")
+        return value
+
+    def card(self, value: Any, key: str) -> Card:
+        if not isinstance(value, str):
+            self.fail(f"{key!r} must be a card token, not {_json_type(value)}")
+        try:
+            return Card.parse(value)
+        except CardError as error:
+            self.fail(f"{error} in {key!r}")
+
+    def cards(self, value: Any, key: str) -> tuple[Card, ...]:
+        if not isinstance(value, list):
+            self.fail(f"{key!r} must be a list of card tokens, not {_json_type(value)}")
+        return tuple(self.card(item, key) for item in value)
+
+    def per_player(self, value: Any, key: str) -> dict[str, tuple[Card, ...]]:
+        if not isinstance(value, dict):
+            self.fail(f"{key!r} must be an object of player → list of card tokens, not {_json_type(value)}")
+        for name in value:
+            if name not in self.players:
+                self.fail(f"{key!r} names {name!r}, who is not a player ({', '.join(self.players)})")
+        return {name: self.cards(listed, f"{key}.{name}") for name, listed in value.items()}
+
+    def outcome(self, value: Any, key: str) -> Fired:
+        if self.with_deck:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                self.fail(f"{key!r} must be a count of cards (a round with a deck), not {_json_type(value)}")
+            return value
+        if not isinstance(value, list):
+            self.fail(
+                f"{key!r} must be a list of card tokens (a round without a deck), not {_json_type(value)}"
+            )
+        return self.cards(value, key)
+
+    def outcomes(self, value: Any, key: str) -> tuple[Fired, ...]:
+        if not isinstance(value, list):
+            self.fail(f"{key!r} must be a list with one entry per press, not {_json_type(value)}")
+        return tuple(self.outcome(item, key) for item in value)
+
+    def only_without_deck(self, key: str) -> None:
+        """Reject ``key``, which lists cards taken from the pile, in a round dealt from a deck."""
+        if self.with_deck:
+            self.fail(f"{key!r} is not given in a round with a deck: those cards are taken from the deck")
+
+    def listed(self, obj: dict[str, Any], drawer: str | None = None) -> dict[str, tuple[Card, ...]]:
+        """The per-player ``cards`` of ``obj``, which only a round without a deck gives.
+
+        On a draw line (``drawer`` is the drawing player) a plain list is short for ``{drawer: list}``.
+        """
+        if "cards" not in obj:
+            return {}
+        self.only_without_deck("cards")
+        if drawer is not None and isinstance(obj["cards"], list):
+            return {drawer: self.cards(obj["cards"], "cards")}
+        return self.per_player(obj["cards"], "cards")
+
+
+def _load_object(number: int, line: str) -> dict[str, Any]:
+    try:
+        value = _DECODER.decode(line)
+    except json.JSONDecodeError as error:
+        raise RecordError(number, f"invalid JSON: {error.msg} (column {error.colno})") from None
+    except _JsonProblem as problem:
+        raise RecordError(number, str(problem)) from None
+    if not isinstance(value, dict):
+        raise RecordError(number, f"expected a JSON object, not {_json_type(value)}")
+    return value
+
+
+def _read_header(number: int, obj: dict[str, Any]) -> RecordHeader:
+    line = _Line(number, (), with_deck=False)
+    if "record" not in obj:
+        line.fail(f'the first line must be the header {{"record": "{FORMAT}", ...}}')
+    line.check_keys(obj, _HEADER_KEYS, "the header")
+    if obj["record"] != FORMAT:
+        line.fail(f"unsupported 'record' {_json_type(obj['record'])} (expected {FORMAT!r})")
+    if "variant" not in obj:
+        line.fail("the header has no 'variant'")
+    if not isinstance(obj["variant"], str):
+        line.fail(f"'variant' must be a string, not {_json_type(obj['variant'])}")
+    try:
+        variant = Variant.parse(obj["variant"])
+    except ValueError as error:  # OptionError
+        line.fail(str(error))
+    players = _read_players(line, obj.get("players"))
+    options = obj.get("options", {})
+    if not isinstance(options, dict):
+        line.fail(f"'options' must be an object, not {_json_type(options)}")
+    try:
+        make_options(variant, options)
+    except ValueError as error:  # OptionError, or anything else the options module rejects
+        line.fail(str(error))
+    seed_sha256 = obj.get("seed_sha256")
+    if "seed_sha256" in obj:
+        if not isinstance(seed_sha256, str) or not _SHA256.fullmatch(seed_sha256):
+            line.fail(f"'seed_sha256' must be 64 hex digits, not {_json_type(seed_sha256)}")
+        seed_sha256 = seed_sha256.lower()
+    seed = None
+    if "seed" in obj:
+        if not isinstance(obj["seed"], str) or not _HEX.fullmatch(obj["seed"]):
+            line.fail(f"'seed' must be a non-empty string of hex byte pairs, not {_json_type(obj['seed'])}")
+        seed = bytes.fromhex(obj["seed"])
+        if seed_sha256 is not None and hashlib.sha256(seed).hexdigest() != seed_sha256:
+            line.fail(
+                f"'seed' does not match 'seed_sha256': its SHA-256 is {hashlib.sha256(seed).hexdigest()}"
+            )
+    return RecordHeader(variant, players, options, seed_sha256, seed, number)
+
+
+def _read_players(line: _Line, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not MIN_PLAYERS <= len(value) <= MAX_PLAYERS:
+        described = f"{len(value)} players" if isinstance(value, list) else _json_type(value)
+        line.fail(f"'players' must be a list of {MIN_PLAYERS} to {MAX_PLAYERS} names, not {described}")
+    seen: set[str] = set()
+    for name in value:
+        if not isinstance(name, str) or not name:
+            line.fail(f"every player must be a non-empty string, not {_json_type(name)}")
+        if name in seen:
+            line.fail(f"player {name!r} is listed twice in 'players'")
+        seen.add(name)
+    return tuple(value)
+
+
+def _read_round(number: int, obj: dict[str, Any], players: tuple[str, ...], expected: int) -> RoundLine:
+    line = _Line(number, players, with_deck="deck" in obj)
+    line.check_keys(obj, _ROUND_KEYS, "a round line")
+    value = obj["round"]
+    if value != expected or isinstance(value, bool) or not isinstance(value, int):
+        line.fail(
+            f"expected round {expected}, not {_json_type(value)}: rounds are numbered 1, 2, 3… in order"
+        )
+    if "dealer" not in obj:
+        line.fail("a round line needs a 'dealer'")
+    dealer = line.player(obj["dealer"], "dealer")
+    deck = hands = first = None
+    if line.with_deck:
+        if "hands" in obj or "first" in obj:
+            line.fail("a round line gives either 'deck' or 'hands' and 'first', not both")
+        deck = line.cards(obj["deck"], "deck")
+    else:
+        if "hands" not in obj or "first" not in obj:
+            line.fail("a round line needs a 'deck', or 'hands' and 'first'")
+        hands = line.per_player(obj["hands"], "hands")
+        missing = [name for name in players if name not in hands]
+        if missing:
+            line.fail(f"'hands' must name every player; missing: {', '.join(missing)}")
+        first = line.cards(obj["first"], "first")
+        if not first:
+            line.fail("'first' must list at least one card")
+    fired = line.outcomes(obj["fired"], "fired") if "fired" in obj else ()
+    return RoundLine(expected, dealer, deck, hands, first, line.listed(obj), fired, number)
+
+
+def _read_action(number: int, obj: dict[str, Any], players: tuple[str, ...], with_deck: bool) -> Action:
+    line = _Line(number, players, with_deck)
+    line.check_keys(obj, _ACTION_LINE_KEYS, "an action line")
+    keys = [key for key in obj if key in _ACTION_KEYS]
+    if len(keys) != 1:
+        found = f"found {', '.join(map(repr, keys))}" if keys else "found none"
+        line.fail(f"an action line needs exactly one action key ({', '.join(_ACTION_KEYS)}); {found}")
+    kind = ActionKind(keys[0])
+    for key in obj:
+        if key not in ("by", kind.value, *_MODIFIERS[kind]):
+            line.fail(f"key {key!r} does not go on a {kind.value!r} line")
+    value = obj[kind.value]
+    if "by" in obj:
+        by: str | None = line.player(obj["by"], "by")
+    elif kind is ActionKind.RESHUFFLE:
+        by = None
+    else:
+        line.fail(f"a {kind.value!r} line needs 'by', the acting player")
+    if kind in _FLAG_ACTIONS and value is not True:
+        line.fail(f"{kind.value!r} must be true, not {_json_type(value)}")
+    if kind is ActionKind.CALL_UNO and value != "uno":
+        line.fail(f"'call' must be \"uno\", not {_json_type(value)}")
+    card = line.card(value, "play") if kind is ActionKind.PLAY else None
+    colour = _read_colour(line, obj["colour"], "colour") if "colour" in obj else None
+    target = line.player(obj["target"], "target") if "target" in obj else None
+    if kind is ActionKind.CATCH:
+        target = line.player(value, "catch")
+    elif kind is ActionKind.CHOOSE:
+        colour, target = _read_choice(line, value)
+    uno = obj.get("uno", False)
+    if not isinstance(uno, bool):
+        line.fail(f"'uno' must be true or false, not {_json_type(uno)}")
+    applied = obj.get("applied")
+    if "applied" in obj and applied not in _APPLIED[kind]:
+        allowed = " or ".join(map(repr, _APPLIED[kind]))
+        line.fail(f"'applied' on a {kind.value!r} line must be {allowed}, not {_json_type(applied)}")
+    return Action(
+        line=number,
+        by=by,
+        kind=kind,
+        card=card,
+        colour=colour,
+        uno=uno,
+        target=target,
+        applied=applied,
+        cards=line.listed(obj, drawer=by if kind is ActionKind.DRAW else None),
+        fired=_read_fired(line, obj, kind),
+        flip=_read_flip(line, obj),
+        pile=line.cards(value, "reshuffle") if kind is ActionKind.RESHUFFLE else None,
+    )
+
+
+def _read_colour(line: _Line, value: Any, key: str) -> Colour:
+    if not isinstance(value, str) or value not in _COLOURS:
+        line.fail(f"{key!r} must be one of {', '.join(_COLOURS)}, not {_json_type(value)}")
+    return _COLOURS[value]
+
+
+def _read_choice(line: _Line, value: Any) -> tuple[Colour | None, str | None]:
+    if not isinstance(value, dict) or len(value) != 1 or not value.keys() <= {"colour", "target"}:
+        line.fail(f'\'choose\' must be {{"colour": C}} or {{"target": PLAYER}}, not {json.dumps(value)}')
+    if "colour" in value:
+        return _read_colour(line, value["colour"], "choose.colour"), None
+    return None, line.player(value["target"], "choose.target")
+
+
+def _read_flip(line: _Line, obj: dict[str, Any]) -> Card | None:
+    if "flip" not in obj:
+        return None
+    line.only_without_deck("flip")
+    return line.card(obj["flip"], "flip")
+
+
+def _read_fired(line: _Line, obj: dict[str, Any], kind: ActionKind) -> tuple[Fired, ...]:
+    if kind is ActionKind.PRESS:
+        if "fired" not in obj:
+            line.fail("a 'press' line needs 'fired': how many cards came out, or which")
+        return (line.outcome(obj["fired"], "fired"),)
+    return line.outcomes(obj["fired"], "fired") if "fired" in obj else ()
+
+
+def read_record(text: str) -> GameRecord:
+    """Read a whole record from ``text``; raises :class:`RecordError` if it is not well formed.
+
+    Lines are split at ``\\n`` (a ``\\r`` before it is dropped); blank lines and lines whose first
+    non-space character is ``#`` are skipped but counted. The first JSON line must be the header, then
+    every action line must follow a round line.
+    """
+    header: RecordHeader | None = None
+    rounds: list[RoundBlock] = []
+    start: RoundLine | None = None
+    actions: list[Action] = []
+    last = 0
+    for number, line in _physical_lines(text):
+        last = number
+        stripped = line.strip(" \t")
+        if not stripped or stripped.startswith("#"):
+            continue
+        obj = _load_object(number, line)
+        if header is None:
+            header = _read_header(number, obj)
+        elif "record" in obj:
+            raise RecordError(number, "a header may only be the first line of a record")
+        elif "round" in obj:
+            if start is not None:
+                rounds.append(RoundBlock(start, tuple(actions)))
+            start = _read_round(number, obj, header.players, expected=len(rounds) + 1)
+            actions = []
+        elif start is None:
+            raise RecordError(number, "an action line before the first round line")
+        else:
+            actions.append(_read_action(number, obj, header.players, with_deck=start.deck is not None))
+    if header is None:
+        raise RecordError(last + 1, "the record has no header line")
+    if start is not None:
+        rounds.append(RoundBlock(start, tuple(actions)))
+    return GameRecord(header, tuple(rounds))
+
+
+def read_record_file(path: str | os.PathLike[str]) -> GameRecord:
+    """Read the record in the file at ``path`` (UTF-8, an optional byte-order mark is skipped).
+
+    Raises :class:`RecordError` for a malformed record or bytes that are not UTF-8 (naming the line they
+    are on), and :class:`OSError` if the file cannot be read at all.
+    """
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise RecordError(data.count(b"\n", 0, error.start) + 1, f"not UTF-8: {error.reason}") from None
+    return read_record(text)
+
+
+# --- Writing ---------------------------------------------------------------------------------------------
+
+
+def _items(record: GameRecord) -> list[RecordHeader | RoundLine | Action]:
+    """Everything ``record`` holds, one item per line of its canonical text, in order."""
+    items: list[RecordHeader | RoundLine | Action] = [record.header]
+    for block in record.rounds:
+        items.append(block.start)
+        items.extend(block.actions)
+    return items
+
+
+def _json_per_player(listed: dict[str, tuple[Card, ...]], players: tuple[str, ...]) -> dict[str, list[str]]:
+    """``listed`` in seat order (names that are not players, which reading rejects, come last)."""
+    order = [name for name in players if name in listed] + [name for name in listed if name not in players]
+    return {name: tokens(listed[name]) for name in order}
+
+
+def _json_outcome(outcome: Fired) -> int | list[str]:
+    return outcome if isinstance(outcome, int) else tokens(outcome)
+
+
+def _header_json(header: RecordHeader) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "record": FORMAT,
+        "variant": header.variant.value,
+        "players": list(header.players),
+        "options": dict(sorted(header.options.items())),
+    }
+    if header.seed_sha256 is not None:
+        out["seed_sha256"] = header.seed_sha256
+    if header.seed is not None:
+        out["seed"] = header.seed.hex()
+    return out
+
+
+def _round_json(start: RoundLine, players: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {"round": start.round, "dealer": start.dealer}
+    if start.deck is not None:
+        out["deck"] = tokens(start.deck)
+    if start.hands is not None:
+        out["hands"] = _json_per_player(start.hands, players)
+    if start.first is not None:
+        out["first"] = tokens(start.first)
+    if start.cards:
+        out["cards"] = _json_per_player(start.cards, players)
+    if start.fired:
+        out["fired"] = [_json_outcome(outcome) for outcome in start.fired]
+    return out
+
+
+def _action_value(action: Action) -> Any:
+    """The value of the line's action key."""
+    match action.kind:
+        case ActionKind.PLAY:
+            return None if action.card is None else action.card.token
+        case ActionKind.CALL_UNO:
+            return "uno"
+        case ActionKind.CATCH:
+            return action.target
+        case ActionKind.CHOOSE:
+            choice: dict[str, str] = {}
+            if action.colour is not None:
+                choice["colour"] = action.colour.value
+            if action.target is not None:
+                choice["target"] = action.target
+            return choice
+        case ActionKind.RESHUFFLE:
+            return None if action.pile is None else tokens(action.pile)
+        case _:
+            return True
+
+
+def _action_json(action: Action, players: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if action.by is not None:
+        out["by"] = action.by
+    out[action.kind.value] = _action_value(action)
+    if action.colour is not None and action.kind is not ActionKind.CHOOSE:
+        out["colour"] = action.colour.value
+    if action.uno:
+        out["uno"] = True
+    if action.target is not None and action.kind not in (ActionKind.CATCH, ActionKind.CHOOSE):
+        out["target"] = action.target
+    if action.applied is not None:
+        out["applied"] = action.applied
+    if action.flip is not None:
+        out["flip"] = action.flip.token
+    if action.kind is ActionKind.DRAW and action.by is not None and list(action.cards) == [action.by]:
+        out["cards"] = tokens(action.cards[action.by])
+    elif action.cards:
+        out["cards"] = _json_per_player(action.cards, players)
+    if action.kind is ActionKind.PRESS:
+        out["fired"] = _json_outcome(action.fired[0]) if len(action.fired) == 1 else None
+    elif action.fired:
+        out["fired"] = [_json_outcome(outcome) for outcome in action.fired]
+    return out
+
+
+def _to_json(item: RecordHeader | RoundLine | Action, players: tuple[str, ...]) -> dict[str, Any]:
+    if isinstance(item, RecordHeader):
+        return _header_json(item)
+    if isinstance(item, RoundLine):
+        return _round_json(item, players)
+    return _action_json(item, players)
+
+
+def write_record(record: GameRecord) -> str:
+    """``record`` in canonical form (see the module docstring): one ``\\n``-ended line per JSON object.
+
+    The text is read back before it is returned, so what this function returns always reads back equal
+    to ``record``. A model that is not a well-formed record raises :class:`RecordError`, numbered by the
+    lines of the text that would have been written: either what reading that line reports (a ``by`` that
+    is not a player, a play without a card, a press without exactly one outcome, ``cards`` in a round with
+    a deck, …) or, for a value the format has no place for (a card on a draw, a tuple in ``options``, an
+    upper-case ``seed_sha256``), that the line does not read back as the model has it.
+    """
+    items = _items(record)
+    players = record.header.players
+    text = "".join(json.dumps(_to_json(item, players), ensure_ascii=False) + "\n" for item in items)
+    for number, (given, read) in enumerate(zip(items, _items(read_record(text)), strict=True), start=1):
+        if given != read:
+            raise RecordError(number, f"{FORMAT} cannot express {given!r}; it would read back as {read!r}")
+    return text

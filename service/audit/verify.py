@@ -1,0 +1,454 @@
+"""The replay verifier for game records: re-run a record through the rules engine and adjudicate it.
+
+:func:`verify_record` replays a :class:`~service.audit.record.GameRecord` line by line with the same
+decider the service uses. It collects every violation rather than stopping at the first: an action
+that breaks a rule is reported and then applied as the table did, when that is physically possible, so
+one mistake does not hide the rest. It rules on every UNO catch and every Wild Draw Four challenge
+with a verdict, the rule id and the evidence. When the record can no longer be followed (a card the
+player does not hold, a pile with nothing to take) it says so at that line and stops.
+
+The report's JSON shape is the one ``RECORD.md`` documents (see :meth:`Report.to_json`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.rules import fair
+from service.rules.cards import Card, Face, tokens
+from service.rules.commands import (
+    Accept,
+    CallUno,
+    Catch,
+    Challenge,
+    Choose,
+    Command,
+    CreateGame,
+    Draw,
+    Pass,
+    Play,
+    Press,
+    PressOutcome,
+    Reshuffle,
+    StartRound,
+    Supply,
+)
+from service.rules.decide import catch_reason, check, create, resolve
+from service.rules.events import (
+    Awaiting,
+    CardDrawn,
+    CardPlayed,
+    Event,
+    LauncherPressed,
+    UnoCalled,
+    UnoCaught,
+    Wd4Challenged,
+)
+from service.rules.options import make_options
+from service.rules.state import State, new_state
+from service.rules.violations import Impossible, Rule, Violation
+
+from .record import Action, ActionKind, GameRecord, RoundLine
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule broken at a line of the record."""
+
+    line: int
+    rule: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """The verdict on one UNO catch or Wild Draw Four challenge."""
+
+    line: int
+    kind: str  # "uno-catch" | "wd4-challenge"
+    by: str
+    against: str
+    verdict: str  # "penalty" | "no-penalty" | "upheld" | "failed"
+    rule: str
+    evidence: dict[str, Any]
+    reason: str | None
+    applied_ok: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "line": self.line,
+            "kind": self.kind,
+            "by": self.by,
+            "against": self.against,
+            "verdict": self.verdict,
+            "rule": self.rule,
+            "evidence": self.evidence,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+        out["applied_ok"] = self.applied_ok
+        return out
+
+
+@dataclass(slots=True)
+class Report:
+    """What the verifier found; :meth:`to_json` gives the documented report object."""
+
+    variant: str
+    players: tuple[str, ...]
+    violations: list[Finding] = field(default_factory=list)
+    rulings: list[Ruling] = field(default_factory=list)
+    stopped_at: int | None = None  # the line the record could no longer be followed at
+    state: State | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations
+
+    def to_json(self) -> dict[str, Any]:
+        state = self.state
+        rounds: list[dict[str, Any]] = []
+        scores: dict[str, int] = dict.fromkeys(self.players, 0)
+        winner = None
+        final: dict[str, Any] = {"hands": {}, "top": None, "colour": None, "turn": None}
+        if state is not None:
+            rounds = [
+                {"round": r.round, "winner": state.players[r.winner], "points": r.points}
+                for r in state.results
+            ]
+            scores = dict(zip(state.players, state.scores, strict=True))
+            winner = state.players[state.winner] if state.winner is not None else None
+            final = {
+                "hands": {name: tokens(hand) for name, hand in zip(state.players, state.hands, strict=True)},
+                "top": state.discard[-1].token if state.discard else None,
+                "colour": state.colour.value if state.colour else None,
+                "turn": state.players[state.turn] if state.in_round() else None,
+            }
+        return {
+            "valid": self.valid,
+            "variant": self.variant,
+            "violations": [{"line": v.line, "rule": v.rule, "message": v.message} for v in self.violations],
+            "rulings": [r.to_json() for r in self.rulings],
+            "rounds": rounds,
+            "scores": scores,
+            "winner": winner,
+            "final": final,
+            "stopped_at": self.stopped_at,
+        }
+
+
+class _Stop(Exception):
+    """The record cannot be followed past this point."""
+
+
+class _Replay:
+    """The running replay of one record."""
+
+    def __init__(self, record: GameRecord) -> None:
+        header = record.header
+        self.record = record
+        self.players = header.players
+        self.seat = {name: i for i, name in enumerate(header.players)}
+        self.report = Report(header.variant.value, header.players)
+        self.state: State | None = None
+        # UNO windows, for the reasons given with catch rulings: seat -> line the window opened at,
+        # and the line it closed or the player called at.
+        self.window_opened: dict[int, int] = {}
+        self.window_closed: dict[int, int] = {}
+        self.called_at: dict[int, int] = {}
+        self.wd4_line: int | None = None
+        self.auto_ended_draw: int | None = None  # seat whose unplayable draw just ended their turn
+
+    # --- driving ---------------------------------------------------------------------------------------
+
+    def run(self) -> Report:
+        header = self.record.header
+        options = make_options(header.variant, header.options)
+        first_dealer = self.record.rounds[0].start.dealer if self.record.rounds else None
+        created = create(
+            CreateGame(
+                header.variant,
+                header.players,
+                options,
+                header.seed,
+                self.seat[first_dealer] if first_dealer is not None else None,
+            )
+        )
+        if isinstance(created, Violation):
+            self.violation(header.line, created.rule, created.message)
+            return self.report
+        self.state = new_state(created)
+        try:
+            for block in self.record.rounds:
+                self.start_round(block.start)
+                for action in block.actions:
+                    self.action(action)
+        except _Stop:
+            pass
+        self.report.state = self.state
+        return self.report
+
+    def violation(self, line: int, rule: Rule, message: str) -> None:
+        self.report.violations.append(Finding(line, rule.value, message))
+
+    def apply(self, line: int, command: Command, *, upheld: bool | None = None) -> tuple[Event, ...]:
+        """Carry ``command`` out as the table did; stop the replay if it cannot happen."""
+        assert self.state is not None
+        try:
+            events, self.state = resolve(self.state, command, upheld=upheld)
+        except Impossible as impossible:
+            self.violation(line, impossible.rule, f"the record cannot be followed: {impossible.message}")
+            self.report.stopped_at = line
+            raise _Stop from impossible
+        return events
+
+    def judge_and_apply(self, line: int, command: Command) -> tuple[Event, ...]:
+        assert self.state is not None
+        found = check(self.state, command)
+        if found is not None:
+            self.violation(line, found.rule, found.message)
+        return self.apply(line, command)
+
+    # --- round lines -------------------------------------------------------------------------------------
+
+    def start_round(self, start: RoundLine) -> None:
+        assert self.state is not None
+        seed = self.record.header.seed
+        if start.deck is not None and seed is not None:
+            derived = fair.shuffled(seed, f"round:{start.round}:deal", self.state.deck)
+            if derived != start.deck:
+                self.violation(
+                    start.line, Rule.FAIR_COMMIT, f"round {start.round}'s deck is not the seed's shuffle"
+                )
+        hands = None
+        if start.hands is not None:
+            hands = tuple(start.hands[name] for name in self.players)
+        command = StartRound(
+            dealer=self.seat[start.dealer],
+            deck=start.deck,
+            hands=hands,
+            supply=self.supply(start.cards, start.fired, start.first or ()),
+        )
+        before = self.state
+        events = self.judge_and_apply(start.line, command)
+        self.check_fired(start.line, start.fired, events)
+        self.after(start.line, before, events)
+
+    def supply(
+        self,
+        cards: dict[str, tuple[Card, ...]],
+        fired: tuple[PressOutcome, ...],
+        flips: tuple[Card, ...] = (),
+    ) -> Supply:
+        return Supply({self.seat[name]: c for name, c in cards.items()}, fired, flips)
+
+    # --- action lines --------------------------------------------------------------------------------
+
+    def action(self, action: Action) -> None:
+        assert self.state is not None
+        line, kind = action.line, action.kind
+        seat = self.seat[action.by] if action.by is not None else -1
+        auto_ended, self.auto_ended_draw = self.auto_ended_draw, None
+        if kind is ActionKind.CATCH:
+            return self.catch(action, seat)
+        if kind is ActionKind.CHALLENGE:
+            return self.challenge(action, seat)
+        if kind is ActionKind.PASS and auto_ended == seat and check(self.state, Pass(seat)) is not None:
+            return None  # the table wrote down the end of a turn that the unplayable draw had ended
+        command = self.command(action, seat)
+        before = self.state
+        events = self.judge_and_apply(line, command)
+        if kind is ActionKind.PRESS:
+            self.check_fired(line, action.fired, events, imposed_only=False)
+        else:
+            self.check_fired(line, action.fired, events)
+        drew = any(isinstance(e, CardDrawn) for e in events)
+        if kind is ActionKind.DRAW and drew and self.state.awaiting is not Awaiting.DRAWN:
+            self.auto_ended_draw = seat
+        self.after(line, before, events)
+        return None
+
+    def command(self, action: Action, seat: int) -> Command:
+        kind = action.kind
+        supply = self.supply(action.cards, action.fired, (action.flip,) if action.flip else ())
+        target = self.seat[action.target] if action.target is not None else None
+        if kind is ActionKind.PLAY:
+            assert action.card is not None
+            return Play(seat, action.card, action.colour, action.uno, target, supply)
+        if kind is ActionKind.DRAW:
+            return Draw(seat, supply)
+        if kind is ActionKind.PASS:
+            return Pass(seat)
+        if kind is ActionKind.PRESS:
+            return Press(seat, supply)
+        if kind is ActionKind.CALL_UNO:
+            return CallUno(seat)
+        if kind is ActionKind.ACCEPT:
+            return Accept(seat, supply)
+        if kind is ActionKind.CHOOSE:
+            return Choose(seat, action.colour, target, supply)
+        assert kind is ActionKind.RESHUFFLE and action.pile is not None
+        return Reshuffle(action.pile)
+
+    def catch(self, action: Action, seat: int) -> None:
+        assert self.state is not None and action.target is not None
+        state, line = self.state, action.line
+        target = self.seat[action.target]
+        command = Catch(seat, target, self.supply(action.cards, action.fired))
+        reason = catch_reason(state, command)
+        if reason is not None and seat != target and len(state.hands[target]) == 1:
+            reason = self.catch_detail(target) or reason
+        verdict = "penalty" if reason is None else "no-penalty"
+        applied_ok = (
+            None if action.applied is None else action.applied == ("penalty" if reason is None else "none")
+        )
+        evidence: dict[str, Any] = {
+            "hand": tokens(state.hands[target]),
+            "window_opened": self.window_opened.get(target),
+            "window_closed": self.window_closed.get(target),
+            "called": self.called_at.get(target),
+        }
+        self.report.rulings.append(
+            Ruling(
+                line,
+                "uno-catch",
+                self.players[seat],
+                action.target,
+                verdict,
+                Rule.UNO_CATCH.value if reason is None else Rule.UNO_CATCH_INVALID.value,
+                evidence,
+                reason,
+                applied_ok,
+            )
+        )
+        penalise = reason is None if action.applied is None else action.applied == "penalty"
+        if applied_ok is False:
+            if penalise:
+                self.violation(line, Rule.UNO_CATCH_INVALID, f"the table penalised {action.target}: {reason}")
+            else:
+                self.violation(
+                    line, Rule.UNO_PENALTY, f"the table did not penalise {action.target}, who was caught"
+                )
+        if penalise:
+            events = self.apply(line, command)
+            self.check_fired(line, action.fired, events)
+            self.after(line, state, events)
+
+    def catch_detail(self, target: int) -> str | None:
+        called = self.called_at.get(target)
+        if called is not None:
+            return f"{self.players[target]} called UNO at line {called}"
+        closed = self.window_closed.get(target)
+        if closed is not None:
+            return f"window closed at line {closed}"
+        return None
+
+    def challenge(self, action: Action, seat: int) -> None:
+        assert self.state is not None
+        state, line = self.state, action.line
+        command = Challenge(seat, self.supply(action.cards, action.fired))
+        found = check(state, command)
+        if found is not None or state.wd4 is None:
+            message = found.message if found is not None else "no Wild Draw Four to challenge"
+            self.violation(line, Rule.WD4_CHALLENGE, message)
+            offender = self.players[state.wd4.offender] if state.wd4 is not None else ""
+            self.report.rulings.append(
+                Ruling(
+                    line,
+                    "wd4-challenge",
+                    self.players[seat],
+                    offender,
+                    "failed",
+                    Rule.WD4_CHALLENGE.value,
+                    {},
+                    message,
+                    None,
+                )
+            )
+            return
+        upheld = None if action.applied is None else action.applied == "upheld"
+        events = self.apply(line, command, upheld=upheld)
+        judged = next(e for e in events if isinstance(e, Wd4Challenged))
+        # The judgement, as opposed to what the table applied: a legal W+4 has no matching cards.
+        verdict_upheld = bool(judged.matching)
+        applied_ok = None if upheld is None else upheld == verdict_upheld
+        if applied_ok is False:
+            self.violation(
+                line,
+                Rule.WD4_CHALLENGE_UPHELD if verdict_upheld else Rule.WD4_CHALLENGE_FAILED,
+                f"the table ruled the challenge {action.applied}; the rules say "
+                f"{'upheld' if verdict_upheld else 'failed'}",
+            )
+        self.report.rulings.append(
+            Ruling(
+                line,
+                "wd4-challenge",
+                self.players[seat],
+                self.players[judged.offender],
+                "upheld" if verdict_upheld else "failed",
+                (Rule.WD4_CHALLENGE_UPHELD if verdict_upheld else Rule.WD4_CHALLENGE_FAILED).value,
+                {
+                    "hand": tokens(judged.hand),
+                    "active_colour": judged.colour.value if judged.colour else None,
+                    "top": state.wd4.top.token if state.wd4 else None,
+                    "matching": tokens(judged.matching),
+                    "played_at": self.wd4_line,
+                },
+                None,
+                applied_ok,
+            )
+        )
+        self.check_fired(line, action.fired, events)
+        self.after(line, state, events)
+
+    # --- bookkeeping ------------------------------------------------------------------------------
+
+    def check_fired(
+        self, line: int, fired: tuple[PressOutcome, ...], events: tuple[Event, ...], imposed_only: bool = True
+    ) -> None:
+        """Compare the launcher outcomes the record states with what the replay fired (``fair.commit``)."""
+        if not fired:
+            return
+        presses = [
+            e
+            for e in events
+            if isinstance(e, LauncherPressed) and not (imposed_only and e.cause is Rule.ATTACK_LAUNCHER)
+        ]
+        stated = [f if isinstance(f, int) else len(f) for f in fired]
+        replayed = [len(e.cards) for e in presses]
+        if stated != replayed:
+            self.violation(
+                line,
+                Rule.FAIR_COMMIT,
+                f"the record says the launcher fired {stated}, the replay fired {replayed}",
+            )
+
+    def after(self, line: int, before: State, events: tuple[Event, ...]) -> None:
+        """Track UNO windows and Wild Draw Four plays, for the evidence of later rulings."""
+        assert self.state is not None
+        for event in events:
+            if isinstance(event, CardPlayed):
+                for book in (self.window_opened, self.window_closed, self.called_at):
+                    book.pop(event.player, None)
+                if event.uno:
+                    self.called_at[event.player] = line
+                if event.card.face is Face.WILD_DRAW_FOUR:
+                    self.wd4_line = line
+            elif isinstance(event, UnoCalled):
+                self.called_at[event.player] = line
+        exposed, was = self.state.exposed, before.exposed
+        if (
+            (exposed is not None
+            and exposed != was)
+            or any(isinstance(e, CardPlayed) and e.player == exposed for e in events)
+        ):
+            self.window_opened[exposed] = line  # type: ignore[index]
+        talk = any(isinstance(e, UnoCalled | UnoCaught) for e in events)
+        if was is not None and exposed != was and not talk:
+            self.window_closed[was] = line
+
+
+def verify_record(record: GameRecord) -> Report:
+    """Replay and adjudicate ``record``; see the module docstring."""
+    return _Replay(record).run()

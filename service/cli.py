@@ -1,0 +1,167 @@
+"""The ``uno-audit`` command line.
+
+* ``uno-audit simulate --variant V --players N --games G --seed S [--json] [--records DIR]``: bots play
+  complete games in-process with the rules' invariants checked; exit 1 if an invariant breaks.
+* ``uno-audit verify --record FILE [--json]``: replay and adjudicate a game record offline; exit 0 when
+  valid, 1 when it has violations, 2 when the file cannot be read.
+
+Bad input (an unknown variant, option or card, a malformed record line) gets a one-line message on
+standard error naming what and where, and exit status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from service.audit.export import record_from_game
+from service.audit.record import RecordError, read_record_file, write_record
+from service.audit.verify import Report, verify_record
+from service.rules.options import OptionError, Variant
+from service.rules.simulate import InvariantError, play_game
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own exit status for bad usage is 2 as well
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _variant(name: str) -> Variant:
+    try:
+        return Variant.parse(name)
+    except OptionError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _bounded(low: int, high: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="uno-audit", description="Rules-audit backend for UNO-family card games.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    simulate = commands.add_parser("simulate", help="bots play complete games with invariants checked")
+    simulate.add_argument(
+        "--variant", type=_variant, required=True, help="classic, sonic, attack, mario-kart"
+    )
+    simulate.add_argument("--players", type=_bounded(2, 10), default=4)
+    simulate.add_argument("--games", type=_bounded(1, 1_000_000), default=1)
+    simulate.add_argument("--seed", type=_bounded(0, 2**63 - 1), default=0)
+    simulate.add_argument("--json", action="store_true", help="print one JSON object")
+    simulate.add_argument("--records", type=Path, help="write each game as a game record into this folder")
+
+    verify = commands.add_parser("verify", help="replay and adjudicate a game record")
+    verify.add_argument("--record", type=Path, required=True, help="an uno-game-record/1 file")
+    verify.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "simulate":
+        return _simulate(args)
+    return _verify(args)
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    if args.records is not None:
+        try:
+            args.records.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            print(f"uno-audit simulate: cannot write records to {args.records}: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    rounds = moves = events = 0
+    started = time.perf_counter()
+    for index in range(args.games):
+        seed = args.seed + index
+        try:
+            game = play_game(args.variant, args.players, seed)
+        except InvariantError as error:
+            print(f"uno-audit simulate: game {index + 1} (seed {seed}): {error}", file=sys.stderr)
+            return EXIT_INVALID
+        rounds += game.rounds
+        moves += len(game.steps)
+        events += len(game.events)
+        if args.records is not None:
+            name = f"{args.variant.value}-{args.players}p-seed{seed}.jsonl"
+            (args.records / name).write_text(write_record(record_from_game(game)), encoding="utf-8")
+    seconds = time.perf_counter() - started
+    summary = {
+        "variant": args.variant.value,
+        "players": args.players,
+        "games": args.games,
+        "rounds": rounds,
+        "moves": moves,
+        "events": events,
+        "seconds": round(seconds, 3),
+        "moves_per_second": round(moves / seconds) if seconds > 0 else None,
+        "invariants": "held",
+    }
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(
+            f"{args.games} {args.variant.value} games of {args.players}: {rounds} rounds, {moves} moves, "
+            f"{events} events in {seconds:.2f} s ({summary['moves_per_second']} moves/s); "
+            "card conservation and fold(events) == state held throughout"
+        )
+    return EXIT_OK
+
+
+def _verify(args: argparse.Namespace) -> int:
+    try:
+        record = read_record_file(args.record)
+    except RecordError as error:
+        print(f"uno-audit verify: {args.record}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"uno-audit verify: cannot read {args.record}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    report = verify_record(record)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        print(_human(report))
+    return EXIT_OK if report.valid else EXIT_INVALID
+
+
+def _human(report: Report) -> str:
+    data = report.to_json()
+    lines = [f"{data['variant']} game: {'VALID' if data['valid'] else 'INVALID'}"]
+    for v in data["violations"]:
+        lines.append(f"  line {v['line']}: {v['rule']}: {v['message']}")
+    for r in data["rulings"]:
+        applied = {True: "table agreed", False: "TABLE DISAGREED", None: "table did not say"}[r["applied_ok"]]
+        why = f" ({r['reason']})" if r.get("reason") else ""
+        lines.append(
+            f"  line {r['line']}: {r['kind']} by {r['by']} against {r['against']}: {r['verdict']} "
+            f"[{r['rule']}]{why}; {applied}"
+        )
+    for rnd in data["rounds"]:
+        lines.append(f"  round {rnd['round']}: {rnd['winner']} scored {rnd['points']}")
+    scores = ", ".join(f"{name} {points}" for name, points in data["scores"].items())
+    lines.append(f"  scores: {scores}; winner: {data['winner'] or 'none yet'}")
+    if data["stopped_at"] is not None:
+        lines.append(f"  the record could not be followed past line {data['stopped_at']}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
