@@ -18,9 +18,11 @@ types it is handed:
   it is optional), and only the modifiers that action can carry;
 * every card token is in the notation of the rules digest (``docs/RULES.md`` §1) and every player name
   is one of the header's players;
-* the cards a round takes from the pile are given the way the round is dealt: with a ``deck``, press
-  outcomes are counts and no line lists cards (``cards``, ``flip``); without one, press outcomes are
-  lists of cards.
+* press outcomes are given the way the round is dealt: counts with a ``deck``, lists of cards without
+  one. A round without a deck must list the cards its lines take from the pile; a round with a deck may
+  still list them (``cards``, ``flip``), and the verifier then checks them against the deck;
+* a ``press`` line says what the launcher fired (``fired``), unless the header reveals the ``seed``,
+  which decides every press.
 
 Anything else is reported as a :class:`RecordError` naming the line. The model keeps what a line says,
 not what it means: ``options`` stay the raw JSON object (validated, never filled with defaults), so that
@@ -131,8 +133,8 @@ class RoundLine:
         deck: the complete shuffled deck before the deal, top card first.
         hands: every player's dealt hand, keyed by every player of the header.
         first: the card or cards flipped to start the discard pile, in flip order (at least one).
-        cards: cards that first-card penalties made players draw, per player (only without a deck);
-            empty when there were none.
+        cards: cards that first-card penalties made players draw, per player (required without a deck,
+            optional with one); empty when none are listed.
         fired: launcher presses that the first card imposed, one outcome per press in order (a count
             with a deck, a list of cards without); empty when there were none.
         line: the physical line number of the round line; not part of equality.
@@ -158,11 +160,12 @@ class Action:
     PLAY          ``{"by": P, "play": "R+2", ...}``      ``card``; optional ``colour`` (a wild),
                                                          ``uno``, ``target``, ``flip``, ``cards``,
                                                          ``fired``
-    DRAW          ``{"by": P, "draw": true}``            optional ``cards`` (without a deck: what was
-                                                         drawn, written ``"cards": [...]`` or per player)
+    DRAW          ``{"by": P, "draw": true}``            optional ``cards`` (what was drawn, written
+                                                         ``"cards": [...]`` or per player)
     PASS          ``{"by": P, "pass": true}``            —
-    PRESS         ``{"by": P, "press": true,             ``fired``: always a 1-tuple holding the line's
-                  "fired": 2}``                          single outcome
+    PRESS         ``{"by": P, "press": true,             ``fired``: a 1-tuple holding the line's single
+                  "fired": 2}``                          outcome; empty when a seeded header leaves
+                                                         ``fired`` out
     CALL_UNO      ``{"by": P, "call": "uno"}``           —
     CATCH         ``{"by": P, "catch": Q}``              ``target`` = Q; optional ``applied``
                                                          (``"penalty"``/``"none"``), ``cards``, ``fired``
@@ -186,11 +189,12 @@ class Action:
             chosen (CHOOSE: Green Shell).
         applied: what the table did: ``"penalty"``/``"none"`` (CATCH), ``"upheld"``/``"failed"``
             (CHALLENGE); ``None`` when the record does not say.
-        cards: the cards each listed player took from the pile because of this line (only in a round
-            without a deck); empty when none are listed.
+        cards: the cards each listed player took from the pile because of this line (required in a
+            round without a deck, optional in one with a deck); empty when none are listed.
         fired: the launcher outcomes: for PRESS the press's own single outcome, otherwise one per press
             the line imposed, in order; a count with a deck, a list of cards without. Empty when none.
-        flip: the card an item box flipped, as given on a PLAY line (only in a round without a deck).
+        flip: the card an item box flipped, as given on a PLAY line (required without a deck, optional
+            with one).
         pile: the new draw pile, top card first (RESHUFFLE).
     """
 
@@ -300,11 +304,13 @@ def _physical_lines(text: str) -> Iterator[tuple[int, str]]:
 
 @dataclass(frozen=True, slots=True)
 class _Line:
-    """What reading one line needs: its number, the header's players and how the round is dealt."""
+    """What reading one line needs: its number, the header's players, how the round is dealt and
+    whether the header reveals the game seed."""
 
     number: int
     players: tuple[str, ...]
     with_deck: bool
+    seeded: bool = False
 
     def fail(self, message: str) -> NoReturn:
         raise RecordError(self.number, message)
@@ -356,19 +362,13 @@ class _Line:
             self.fail(f"{key!r} must be a list with one entry per press, not {_json_type(value)}")
         return tuple(self.outcome(item, key) for item in value)
 
-    def only_without_deck(self, key: str) -> None:
-        """Reject ``key``, which lists cards taken from the pile, in a round dealt from a deck."""
-        if self.with_deck:
-            self.fail(f"{key!r} is not given in a round with a deck: those cards are taken from the deck")
-
     def listed(self, obj: dict[str, Any], drawer: str | None = None) -> dict[str, tuple[Card, ...]]:
-        """The per-player ``cards`` of ``obj``, which only a round without a deck gives.
+        """The per-player ``cards`` of ``obj``: required in a round without a deck, optional with one.
 
         On a draw line (``drawer`` is the drawing player) a plain list is short for ``{drawer: list}``.
         """
         if "cards" not in obj:
             return {}
-        self.only_without_deck("cards")
         if drawer is not None and isinstance(obj["cards"], list):
             return {drawer: self.cards(obj["cards"], "cards")}
         return self.per_player(obj["cards"], "cards")
@@ -470,8 +470,10 @@ def _read_round(number: int, obj: dict[str, Any], players: tuple[str, ...], expe
     return RoundLine(expected, dealer, deck, hands, first, line.listed(obj), fired, number)
 
 
-def _read_action(number: int, obj: dict[str, Any], players: tuple[str, ...], with_deck: bool) -> Action:
-    line = _Line(number, players, with_deck)
+def _read_action(
+    number: int, obj: dict[str, Any], players: tuple[str, ...], with_deck: bool, seeded: bool
+) -> Action:
+    line = _Line(number, players, with_deck, seeded)
     line.check_keys(obj, _ACTION_LINE_KEYS, "an action line")
     keys = [key for key in obj if key in _ACTION_KEYS]
     if len(keys) != 1:
@@ -539,15 +541,18 @@ def _read_choice(line: _Line, value: Any) -> tuple[Colour | None, str | None]:
 def _read_flip(line: _Line, obj: dict[str, Any]) -> Card | None:
     if "flip" not in obj:
         return None
-    line.only_without_deck("flip")
     return line.card(obj["flip"], "flip")
 
 
 def _read_fired(line: _Line, obj: dict[str, Any], kind: ActionKind) -> tuple[Fired, ...]:
     if kind is ActionKind.PRESS:
-        if "fired" not in obj:
-            line.fail("a 'press' line needs 'fired': how many cards came out, or which")
-        return (line.outcome(obj["fired"], "fired"),)
+        if "fired" in obj:
+            return (line.outcome(obj["fired"], "fired"),)
+        if line.seeded:
+            return ()  # the revealed seed decides the press
+        line.fail(
+            "a 'press' line needs 'fired' (how many cards came out, or which) unless the header has a seed"
+        )
     return line.outcomes(obj["fired"], "fired") if "fired" in obj else ()
 
 
@@ -581,7 +586,8 @@ def read_record(text: str) -> GameRecord:
         elif start is None:
             raise RecordError(number, "an action line before the first round line")
         else:
-            actions.append(_read_action(number, obj, header.players, with_deck=start.deck is not None))
+            with_deck, seeded = start.deck is not None, header.seed is not None
+            actions.append(_read_action(number, obj, header.players, with_deck, seeded))
     if header is None:
         raise RecordError(last + 1, "the record has no header line")
     if start is not None:
@@ -696,7 +702,8 @@ def _action_json(action: Action, players: tuple[str, ...]) -> dict[str, Any]:
     elif action.cards:
         out["cards"] = _json_per_player(action.cards, players)
     if action.kind is ActionKind.PRESS:
-        out["fired"] = _json_outcome(action.fired[0]) if len(action.fired) == 1 else None
+        if action.fired:  # none: the seed decided the press (read back, only a seeded header allows it)
+            out["fired"] = _json_outcome(action.fired[0]) if len(action.fired) == 1 else None
     elif action.fired:
         out["fired"] = [_json_outcome(outcome) for outcome in action.fired]
     return out

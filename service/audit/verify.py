@@ -12,6 +12,7 @@ The report's JSON shape is the one ``RECORD.md`` documents (see :meth:`Report.to
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,9 @@ from service.rules.decide import catch_reason, check, create, resolve
 from service.rules.events import (
     Awaiting,
     CardDrawn,
+    CardFlipped,
     CardPlayed,
+    CardsTaken,
     Event,
     LauncherPressed,
     UnoCalled,
@@ -157,7 +160,8 @@ class _Replay:
         self.window_opened: dict[int, int] = {}
         self.window_closed: dict[int, int] = {}
         self.called_at: dict[int, int] = {}
-        self.wd4_line: int | None = None
+        self.wd4_line: int | None = None  # the line of the last Wild Draw Four played, and by whom
+        self.wd4_by: int | None = None
         self.auto_ended_draw: int | None = None  # seat whose unplayable draw just ended their turn
 
     # --- driving ---------------------------------------------------------------------------------------
@@ -198,7 +202,12 @@ class _Replay:
         try:
             events, self.state = resolve(self.state, command, upheld=upheld)
         except Impossible as impossible:
-            self.violation(line, impossible.rule, f"the record cannot be followed: {impossible.message}")
+            message = f"the record cannot be followed: {impossible.message}"
+            found = self.report.violations
+            if found and (found[-1].line, found[-1].rule) == (line, impossible.rule.value):
+                found[-1] = Finding(line, impossible.rule.value, message)  # the same fault, judged just now
+            else:
+                self.violation(line, impossible.rule, message)
             self.report.stopped_at = line
             raise _Stop from impossible
         return events
@@ -233,6 +242,7 @@ class _Replay:
         before = self.state
         events = self.judge_and_apply(start.line, command)
         self.check_fired(start.line, start.fired, events)
+        self.check_listed(start.line, start.cards, start.first if start.deck is None else None, events)
         self.after(start.line, before, events)
 
     def supply(
@@ -263,6 +273,7 @@ class _Replay:
             self.check_fired(line, action.fired, events, imposed_only=False)
         else:
             self.check_fired(line, action.fired, events)
+        self.check_listed(line, action.cards, (action.flip,) if action.flip else None, events)
         drew = any(isinstance(e, CardDrawn) for e in events)
         if kind is ActionKind.DRAW and drew and self.state.awaiting is not Awaiting.DRAWN:
             self.auto_ended_draw = seat
@@ -333,6 +344,7 @@ class _Replay:
         if penalise:
             events = self.apply(line, command)
             self.check_fired(line, action.fired, events)
+            self.check_listed(line, action.cards, None, events)
             self.after(line, state, events)
 
     def catch_detail(self, target: int) -> str | None:
@@ -350,20 +362,21 @@ class _Replay:
         command = Challenge(seat, self.supply(action.cards, action.fired))
         found = check(state, command)
         if found is not None or state.wd4 is None:
+            # Not the victim's to make, or too late: rejected, so it changes nothing (nothing is applied).
             message = found.message if found is not None else "no Wild Draw Four to challenge"
             self.violation(line, Rule.WD4_CHALLENGE, message)
-            offender = self.players[state.wd4.offender] if state.wd4 is not None else ""
+            offender = state.wd4.offender if state.wd4 is not None else self.wd4_by
             self.report.rulings.append(
                 Ruling(
                     line,
                     "wd4-challenge",
                     self.players[seat],
-                    offender,
+                    self.players[offender] if offender is not None else "",
                     "failed",
                     Rule.WD4_CHALLENGE.value,
-                    {},
+                    {"played_at": self.wd4_line},
                     message,
-                    None,
+                    None if action.applied is None else action.applied == "failed",
                 )
             )
             return
@@ -400,6 +413,7 @@ class _Replay:
             )
         )
         self.check_fired(line, action.fired, events)
+        self.check_listed(line, action.cards, None, events)
         self.after(line, state, events)
 
     # --- bookkeeping ------------------------------------------------------------------------------
@@ -424,6 +438,43 @@ class _Replay:
                 f"the record says the launcher fired {stated}, the replay fired {replayed}",
             )
 
+    def check_listed(
+        self,
+        line: int,
+        listed: dict[str, tuple[Card, ...]],
+        flips: tuple[Card, ...] | None,
+        events: tuple[Event, ...],
+    ) -> None:
+        """Compare the cards a line lists with what the replay took from the pile (``fair.commit``).
+
+        ``listed`` is the line's ``cards`` (when it has any, every player's cards are compared, in any
+        order); ``flips`` its ``flip`` or ``first`` cards, in order (``None`` when it gives none). In a
+        round with a deck both come from the deck, so a listing can disagree with it; without a deck the
+        replay takes them from the listing, so only cards it never took can disagree.
+        """
+        if listed:
+            taken: dict[str, list[Card]] = {}
+            for event in events:
+                if isinstance(event, CardsTaken | CardDrawn):
+                    cards = event.cards if isinstance(event, CardsTaken) else (event.card,)
+                    taken.setdefault(self.players[event.player], []).extend(cards)
+            for name in self.players:
+                said, took = listed.get(name, ()), taken.get(name, [])
+                if Counter(said) != Counter(took):
+                    self.violation(
+                        line,
+                        Rule.FAIR_COMMIT,
+                        f"the record lists {name} taking {_cards(said)}, the replay took {_cards(took)}",
+                    )
+        if flips is not None:
+            flipped = [event.card for event in events if isinstance(event, CardFlipped)]
+            if list(flips) != flipped:
+                self.violation(
+                    line,
+                    Rule.FAIR_COMMIT,
+                    f"the record lists {_cards(flips)} flipped, the replay flipped {_cards(flipped)}",
+                )
+
     def after(self, line: int, before: State, events: tuple[Event, ...]) -> None:
         """Track UNO windows and Wild Draw Four plays, for the evidence of later rulings."""
         assert self.state is not None
@@ -434,19 +485,22 @@ class _Replay:
                 if event.uno:
                     self.called_at[event.player] = line
                 if event.card.face is Face.WILD_DRAW_FOUR:
-                    self.wd4_line = line
+                    self.wd4_line, self.wd4_by = line, event.player
             elif isinstance(event, UnoCalled):
                 self.called_at[event.player] = line
         exposed, was = self.state.exposed, before.exposed
-        if (
-            (exposed is not None
-            and exposed != was)
-            or any(isinstance(e, CardPlayed) and e.player == exposed for e in events)
+        if (exposed is not None and exposed != was) or any(
+            isinstance(e, CardPlayed) and e.player == exposed for e in events
         ):
             self.window_opened[exposed] = line  # type: ignore[index]
         talk = any(isinstance(e, UnoCalled | UnoCaught) for e in events)
         if was is not None and exposed != was and not talk:
             self.window_closed[was] = line
+
+
+def _cards(cards: tuple[Card, ...] | list[Card]) -> str:
+    """Cards for a message: their tokens, or "nothing"."""
+    return " ".join(tokens(cards)) if cards else "nothing"
 
 
 def verify_record(record: GameRecord) -> Report:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from .attack import names_target
 from .cards import Card, Colour, Face
 from .commands import Accept, CallUno, Catch, Challenge, Choose, Command, Draw, Pass, Play, Press
-from .decide import playable
 from .events import Awaiting
 from .options import Variant
 from .state import State
@@ -73,14 +72,16 @@ class RandomBot:
     def turn(self, state: State, seat: int) -> Command:
         """A normal turn: one of the playable cards, or the draw (the launcher in UNO Attack)."""
         options = self.playable(state, seat)
-        if options and self.rng.randrange(len(options) + 1) < len(options):
-            return self.play(state, seat, self.pick_card(state, seat, options))
+        pick = int(self.rng.random() * (len(options) + 1))  # uniform over the cards and the draw
+        if pick < len(options):
+            return self.play(state, seat, options[pick])
         return Press(seat) if state.variant is Variant.ATTACK else Draw(seat)
 
     def playable(self, state: State, seat: int) -> list[Card]:
         """The cards in hand that may be played now (``play.match``)."""
-        top, colour = state.discard[-1], state.colour
-        return [c for c in state.hands[seat] if playable(c, top, colour)]
+        face, colour = state.discard[-1].face, state.colour
+        # play.match, as service.rules.decide.playable says it, inlined: this runs for every turn.
+        return [c for c in state.hands[seat] if c.is_wild or c.colour is colour or c.face is face]
 
     def pick_card(self, state: State, seat: int, options: Sequence[Card]) -> Card:
         """Which playable card to play."""

@@ -59,6 +59,10 @@ class Face(enum.Enum):
     WILD_ALL_HIT = "WAH"
     WILD_HIT_FIRE = "WHF"
 
+    # Members are singletons compared by identity, so identity hashing is exact, and it is a C slot
+    # instead of Enum's Python-level hash(name): faces key the rules' lookup tables on every play.
+    __hash__ = object.__hash__
+
     @property
     def is_wild(self) -> bool:
         """Wild faces carry no colour of their own."""

@@ -139,24 +139,26 @@ def resolve(state: State, command: Command, *, upheld: bool | None = None) -> tu
 
 
 def check(state: State, command: Command) -> Violation | None:
-    """The rule ``command`` breaks in ``state``, or ``None`` when it is allowed."""
-    for seat in _seats(command):
-        if not 0 <= seat < state.size:
-            raise CommandError(f"there is no seat {seat} (the game has {state.size} players)")
-    if isinstance(command, StartRound):
-        return _check_start(state, command)
-    if state.awaiting is Awaiting.GAME_OVER:
+    """The rule ``command`` breaks in ``state``, or ``None`` when it is allowed.
+
+    Raises :class:`CommandError` for a command naming a seat the game does not have.
+    """
+    kind = type(command)
+    if kind is StartRound:
+        return _check_start(state, command)  # type: ignore[arg-type]
+    if kind is not Reshuffle:
+        _seat(state, command.player)  # type: ignore[union-attr]
+    awaiting = state.awaiting
+    if awaiting is Awaiting.GAME_OVER:
         return Violation(Rule.SCORE_MATCH, "the game is over")
-    if not state.in_round():
+    if awaiting is Awaiting.ROUND_START:
         return Violation(Rule.ROUND_END, f"round {state.round} is over; the next round has not been dealt")
-    return _CHECKS[type(command)](state, command)
+    return _CHECKS[kind](state, command)
 
 
-def _seats(command: Command) -> list[int]:
-    seats = [s for s in (getattr(command, "player", None), getattr(command, "target", None)) if s is not None]
-    if isinstance(command, StartRound) and command.dealer is not None:
-        seats.append(command.dealer)
-    return seats
+def _seat(state: State, seat: int | None) -> None:
+    if seat is not None and not 0 <= seat < len(state.players):
+        raise CommandError(f"there is no seat {seat} (the game has {len(state.players)} players)")
 
 
 def _name(state: State, seat: int) -> str:
@@ -180,6 +182,7 @@ def _not_your_turn(state: State, seat: int) -> Violation | None:
 
 
 def _check_start(state: State, command: StartRound) -> Violation | None:
+    _seat(state, command.dealer)
     if state.awaiting is Awaiting.GAME_OVER:
         return Violation(Rule.SCORE_MATCH, "the game is over")
     if state.in_round():
@@ -236,7 +239,9 @@ def _expected_dealer(state: State) -> int | None:
 
 def _check_play(state: State, command: Play) -> Violation | None:
     player, card = command.player, command.card
-    if state.awaiting is not Awaiting.FOLLOW_UP or player != state.turn:
+    _seat(state, command.target)
+    awaiting = state.awaiting
+    if player != state.turn or (awaiting is not Awaiting.PLAY and awaiting is not Awaiting.FOLLOW_UP):
         violation = _not_your_turn(state, player)
         if violation is not None:
             return violation
@@ -248,9 +253,10 @@ def _check_play(state: State, command: Play) -> Violation | None:
         )
     if card not in hand:
         return Violation(Rule.PLAY_IN_HAND, f"{_name(state, player)} does not hold {card}")
-    if not playable(card, state.top, state.colour):
+    top = state.discard[-1]
+    if not (card.is_wild or card.colour is state.colour or card.face is top.face):  # playable(), inlined
         colour = state.colour.value if state.colour else "none"
-        return Violation(Rule.PLAY_MATCH, f"{card} does not match {state.top} (active colour {colour})")
+        return Violation(Rule.PLAY_MATCH, f"{card} does not match {top} (active colour {colour})")
     takes_colour = card.is_wild and card.face is not Face.WILD_ITEM_BOX
     if takes_colour and command.colour is None:
         return Violation(Rule.PLAY_WILD_COLOUR, f"{card} needs a chosen colour (R, Y, G or B)")
@@ -258,7 +264,7 @@ def _check_play(state: State, command: Play) -> Violation | None:
         return Violation(Rule.PLAY_WILD_COLOUR, f"{card} takes no chosen colour")
     if command.target == player:
         return Violation(_TARGET_RULE.get(card.face, Rule.TURN_ORDER), f"{card} must name another player")
-    if command.target is None and attack.names_target(card.face, state.options.custom_action):
+    if command.target is None and _needs_target(card, state):
         return Violation(_TARGET_RULE[card.face], f"{card} must name the player it targets")
     if command.uno:
         left = len(hand) - 1 - len(_discard_all_extras(hand, card))
@@ -267,6 +273,15 @@ def _check_play(state: State, command: Play) -> Violation | None:
                 Rule.UNO_CALL, f"{_name(state, player)} calls UNO with {card} but will hold {left} cards"
             )
     return None
+
+
+def _needs_target(card: Card, state: State) -> bool:
+    """Whether playing ``card`` must name another player (Attack-Attack, Trade Hands, a customizable)."""
+    return (
+        card.number is None
+        and card.face in _TARGET_RULE
+        and attack.names_target(card.face, state.options.custom_action)
+    )
 
 
 def _check_draw(state: State, command: Draw) -> Violation | None:
@@ -307,6 +322,7 @@ def _check_call(state: State, command: CallUno) -> Violation | None:
 
 def catch_reason(state: State, command: Catch) -> str | None:
     """Why a catch earns no penalty (``uno.catch.invalid``), or ``None`` when it does (``uno.catch``)."""
+    _seat(state, command.target)
     target = _name(state, command.target)
     if command.target == command.player:
         return f"{target} cannot catch themself"
@@ -340,6 +356,7 @@ def _check_accept(state: State, command: Accept) -> Violation | None:
 
 
 def _check_choose(state: State, command: Choose) -> Violation | None:
+    _seat(state, command.target)
     if state.awaiting is Awaiting.COLOUR:
         if command.player != state.turn:
             return Violation(Rule.TURN_ORDER, f"{_name(state, state.turn)} chooses the colour")
@@ -439,12 +456,13 @@ def _resolve_play(act: Act, command: Play, _: bool | None) -> None:
     hand = s.hands[player]
     if card not in hand:
         raise Impossible(Rule.PLAY_IN_HAND, f"{act.name(player)} does not hold {card}")
-    if command.target is None and attack.names_target(card.face, s.options.custom_action):
+    if command.target is None and _needs_target(card, s):
         raise Impossible(_TARGET_RULE[card.face], f"{card} names no player")
     chained = s.awaiting is Awaiting.FOLLOW_UP and s.turn == player and s.pointer is not None
     origin = s.next_seat(s.pointer, -1) if chained and s.pointer is not None else player
     colour = command.colour if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
-    act.emit(CardPlayed(player, card, colour, command.uno, command.target, _discard_all_extras(hand, card)))
+    extras = _discard_all_extras(hand, card) if card.face is Face.DISCARD_ALL else ()
+    act.emit(CardPlayed(player, card, colour, command.uno, command.target, extras))
     going_out = not act.state.hands[player]
     effect = _EFFECTS[s.variant].get(card.face, classic.next_turn)
     effect(act, Played(command, origin, going_out, chained))

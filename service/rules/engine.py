@@ -33,7 +33,7 @@ from .events import (
     Prompted,
     RoundEnded,
 )
-from .state import State, canonical, evolve
+from .state import HANDLERS, State, canonical
 from .violations import Impossible, Rule
 
 
@@ -55,14 +55,14 @@ class Act:
         self.state = state
         self.events: list[Event] = []
         self.supply = supply
-        self._draw_index: dict[int, int] = {}
+        self._draw_index: dict[int, int] | None = None  # made when a table-reported card is taken
         self._press_index = 0
         self._flip_index = 0
 
     def emit(self, event: Event) -> None:
         """Record ``event`` and apply it."""
         self.events.append(event)
-        self.state = evolve(self.state, event)
+        self.state = HANDLERS[type(event)](self.state, event)
 
     def name(self, seat: int) -> str:
         """The name of the player in ``seat``, for messages."""
@@ -111,6 +111,8 @@ class Act:
         s = self.state
         if s.pile_ordered:
             return s.pile[:count]
+        if self._draw_index is None:
+            self._draw_index = {}
         start = self._draw_index.get(seat, 0)
         listed = self.supply.draws.get(seat, ())[start : start + count]
         if len(listed) < count:

@@ -23,12 +23,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterator, Sequence
+import struct
+from collections.abc import Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
 
 _TWO_64 = 1 << 64
+_FOUR_WORDS = struct.Struct(">4Q")  # one HMAC-SHA256 block: four big-endian unsigned 64-bit words
 SEED_BYTES = 32
 
 
@@ -45,22 +47,24 @@ def commitment(seed: bytes) -> str:
 class Stream:
     """The integers of one labelled HMAC-SHA256 counter stream (see the module docstring)."""
 
-    __slots__ = ("_buffer", "_counter", "_key", "_label")
+    __slots__ = ("_buffer", "_counter", "_key", "_label", "_next")
 
     def __init__(self, seed: bytes, label: str) -> None:
         self._key = seed
-        self._label = label.encode()
+        self._label = label.encode() + b":"
         self._counter = 0
-        self._buffer: Iterator[int] = iter(())
+        self._buffer: tuple[int, ...] = ()
+        self._next = 0
 
     def _next_u64(self) -> int:
-        for value in self._buffer:
-            return value
-        block = hmac.digest(self._key, self._label + b":" + str(self._counter).encode(), "sha256")
-        self._counter += 1
-        words = [int.from_bytes(block[i : i + 8], "big") for i in range(0, 32, 8)]
-        self._buffer = iter(words[1:])
-        return words[0]
+        if self._next == len(self._buffer):
+            block = hmac.digest(self._key, self._label + str(self._counter).encode(), "sha256")
+            self._counter += 1
+            self._buffer = _FOUR_WORDS.unpack(block)
+            self._next = 0
+        value = self._buffer[self._next]
+        self._next += 1
+        return value
 
     def below(self, n: int) -> int:
         """A uniform integer in ``[0, n)``, without modulo bias."""

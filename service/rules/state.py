@@ -120,6 +120,24 @@ class State(NamedTuple):
         return self.awaiting is not Awaiting.ROUND_START and self.awaiting is not Awaiting.GAME_OVER
 
 
+_INDEX = {name: i for i, name in enumerate(State._fields)}
+
+
+def _with(state: State, **changes: Any) -> State:
+    """``state`` with some fields changed: ``State._replace``, twice as fast (evolve runs per event)."""
+    values = list(state)
+    for name, value in changes.items():
+        values[_INDEX[name]] = value
+    return tuple.__new__(State, values)
+
+
+_TURN, _AWAITING, _POINTER = _INDEX["turn"], _INDEX["awaiting"], _INDEX["pointer"]
+_DRAWN, _OWNER, _PREVIOUS = _INDEX["drawn"], _INDEX["turn_owner"], _INDEX["previous"]
+_HANDS, _DISCARD, _COLOUR = _INDEX["hands"], _INDEX["discard"], _INDEX["colour"]
+_EXPOSED, _WD4 = _INDEX["exposed"], _INDEX["wd4"]
+_W4 = Face.WILD_DRAW_FOUR
+
+
 def new_state(event: GameCreated) -> State:
     """The state right after ``event``, the first event of every game."""
     n = len(event.players)
@@ -200,7 +218,8 @@ def _take_from_pile(state: State, taken: tuple[Card, ...]) -> tuple[Card, ...]:
 
 
 def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -> State:
-    return state._replace(
+    return _with(
+        state,
         hands=_replace_hand(state.hands, seat, state.hands[seat] + taken),
         pile=_take_from_pile(state, taken),
         **changes,
@@ -208,7 +227,7 @@ def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -
 
 
 def _dealer_drawn(state: State, event: DealerDrawn) -> State:
-    return state._replace(dealer=event.dealer)
+    return _with(state, dealer=event.dealer)
 
 
 def _round_started(state: State, event: RoundStarted) -> State:
@@ -221,7 +240,8 @@ def _round_started(state: State, event: RoundStarted) -> State:
         hands = event.hands
         pile = canonical(state.deck, without(state.deck, [c for h in hands for c in h]))
         ordered = False
-    return state._replace(
+    return _with(
+        state,
         round=event.round,
         dealer=event.dealer,
         hands=hands,
@@ -243,7 +263,8 @@ def _round_started(state: State, event: RoundStarted) -> State:
 
 
 def _card_flipped(state: State, event: CardFlipped) -> State:
-    return state._replace(
+    return _with(
+        state,
         pile=_take_from_pile(state, (event.card,)),
         discard=(*state.discard, event.card),
         colour=event.card.colour,
@@ -251,11 +272,12 @@ def _card_flipped(state: State, event: CardFlipped) -> State:
 
 
 def _flip_returned(state: State, event: FlipReturned) -> State:
-    return state._replace(pile=event.pile, discard=state.discard[:-1], returns=state.returns + 1)
+    return _with(state, pile=event.pile, discard=state.discard[:-1], returns=state.returns + 1)
 
 
 def _pile_reshuffled(state: State, event: PileReshuffled) -> State:
-    return state._replace(
+    return _with(
+        state,
         pile=event.pile,
         pile_ordered=event.ordered,
         discard=state.discard[-1:],
@@ -264,6 +286,7 @@ def _pile_reshuffled(state: State, event: PileReshuffled) -> State:
 
 
 def _card_played(state: State, event: CardPlayed) -> State:
+    # Hot (one per play): written against the field positions directly.
     seat = event.player
     card = event.card
     hand = state.hands[seat]
@@ -272,17 +295,14 @@ def _card_played(state: State, event: CardPlayed) -> State:
     else:
         i = hand.index(card)
         new_hand = hand[:i] + hand[i + 1 :]
-    wd4 = None
-    if card.face is Face.WILD_DRAW_FOUR:
-        wd4 = Wd4Play(seat, hand, state.colour, state.discard[-1])
-    return state._replace(
-        hands=_replace_hand(state.hands, seat, new_hand),
-        discard=(*state.discard, *event.discarded, card),
-        colour=event.colour if card.is_wild else card.colour,
-        exposed=seat if len(new_hand) == 1 and not event.uno else None,
-        drawn=None,
-        wd4=wd4,
-    )
+    values = list(state)
+    values[_HANDS] = _replace_hand(state.hands, seat, new_hand)
+    values[_DISCARD] = (*state.discard, *event.discarded, card)
+    values[_COLOUR] = event.colour if card.is_wild else card.colour
+    values[_EXPOSED] = seat if len(new_hand) == 1 and not event.uno else None
+    values[_DRAWN] = None
+    values[_WD4] = Wd4Play(seat, hand, state.colour, state.discard[-1]) if card.face is _W4 else None
+    return tuple.__new__(State, values)
 
 
 def _card_drawn(state: State, event: CardDrawn) -> State:
@@ -300,11 +320,11 @@ def _launcher_pressed(state: State, event: LauncherPressed) -> State:
 
 
 def _direction_reversed(state: State, event: DirectionReversed) -> State:
-    return state._replace(direction=-state.direction)
+    return _with(state, direction=-state.direction)
 
 
 def _colour_chosen(state: State, event: ColourChosen) -> State:
-    return state._replace(colour=event.colour)
+    return _with(state, colour=event.colour)
 
 
 def _hands_traded(state: State, event: HandsTraded) -> State:
@@ -312,40 +332,41 @@ def _hands_traded(state: State, event: HandsTraded) -> State:
     hands = list(state.hands)
     hands[a], hands[b] = hands[b], hands[a]
     exposed = None if state.exposed in (a, b) else state.exposed
-    return state._replace(hands=tuple(hands), exposed=exposed)
+    return _with(state, hands=tuple(hands), exposed=exposed)
 
 
 def _uno_called(state: State, event: UnoCalled) -> State:
-    return state._replace(exposed=None) if state.exposed == event.player else state
+    return _with(state, exposed=None) if state.exposed == event.player else state
 
 
 def _uno_caught(state: State, event: UnoCaught) -> State:
-    return state._replace(exposed=None)
+    return _with(state, exposed=None)
 
 
 def _turn_action_closing(state: State, event: Passed | Wd4Accepted | Wd4Challenged) -> State:
-    return state._replace(exposed=None, drawn=None, wd4=None)
+    return _with(state, exposed=None, drawn=None, wd4=None)
 
 
 def _prompted(state: State, event: Prompted) -> State:
-    owner, previous = state.turn_owner, state.previous
-    if event.new_turn and event.player != owner:
-        owner, previous = event.player, owner
-    return state._replace(
-        turn=event.player,
-        awaiting=event.awaiting,
-        pointer=event.pointer,
-        turn_owner=owner,
-        previous=previous,
-        drawn=state.drawn if event.awaiting is Awaiting.DRAWN else None,
-    )
+    # The hottest handler (one per command): written against the field positions directly.
+    values = list(state)
+    values[_TURN] = event.player
+    values[_AWAITING] = event.awaiting
+    values[_POINTER] = event.pointer
+    if event.new_turn and event.player != state.turn_owner:
+        values[_PREVIOUS] = state.turn_owner
+        values[_OWNER] = event.player
+    if event.awaiting is not Awaiting.DRAWN:
+        values[_DRAWN] = None
+    return tuple.__new__(State, values)
 
 
 def _round_ended(state: State, event: RoundEnded) -> State:
     scores = list(state.scores)
     scores[event.winner] += event.points
     result = RoundResult(event.round, event.winner, event.points, event.hands)
-    return state._replace(
+    return _with(
+        state,
         scores=tuple(scores),
         results=(*state.results, result),
         awaiting=Awaiting.ROUND_START,
@@ -357,14 +378,15 @@ def _round_ended(state: State, event: RoundEnded) -> State:
 
 
 def _game_ended(state: State, event: GameEnded) -> State:
-    return state._replace(awaiting=Awaiting.GAME_OVER, winner=event.winner)
+    return _with(state, awaiting=Awaiting.GAME_OVER, winner=event.winner)
 
 
 def _game_created(state: State, event: GameCreated) -> State:
     return new_state(event)
 
 
-_HANDLERS: dict[type, Callable[[State, Any], State]] = {
+#: The handler of each event type (``evolve`` dispatches through it).
+HANDLERS: dict[type, Callable[[State, Any], State]] = {
     GameCreated: _game_created,
     DealerDrawn: _dealer_drawn,
     RoundStarted: _round_started,
@@ -391,7 +413,7 @@ _HANDLERS: dict[type, Callable[[State, Any], State]] = {
 
 def evolve(state: State, event: Event) -> State:
     """The state after ``event``. Mechanical: the event is trusted, nothing is validated."""
-    return _HANDLERS[type(event)](state, event)
+    return HANDLERS[type(event)](state, event)
 
 
 def fold(events: Iterable[Event]) -> State:
@@ -402,7 +424,7 @@ def fold(events: Iterable[Event]) -> State:
         raise ValueError("a game's log starts with GameCreated")
     state = new_state(first)
     for event in it:
-        state = _HANDLERS[type(event)](state, event)
+        state = HANDLERS[type(event)](state, event)
     return state
 
 

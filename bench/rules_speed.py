@@ -1,0 +1,108 @@
+"""Rules engine throughput: random-legal two-player classic games through decide + evolve, side by side
+with RLCard 1.2's UNO engine driven by random legal actions, in the same run.
+
+    python bench/rules_speed.py [--seconds 10] [--seed 0] [--json]
+
+A *move* is one accepted command (a play, draw, pass, UNO call, catch, challenge, colour choice, round
+start). Each of ours goes through :func:`service.rules.decide.execute` — legality check, effects, events,
+and the state each event evolves — and the random-legal bots decide everything the rules ask, including
+UNO calls (forgotten 10 % of the time), catches and Wild Draw Four challenges; games are full matches to
+500 points with scoring. RLCard's step checks nothing, has no UNO calls, challenges or scoring, and ends
+a game at the first empty hand (see ``bench/rlcard_baseline.py``). RLCard is optional: without it
+(``pip install -e '.[bench]'``) only our figure is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.rlcard_baseline import rlcard_moves_per_second
+from service.rules import CreateGame, StartRound, Variant, Violation, create, execute, make_options
+from service.rules.bots import RandomBot
+from service.rules.events import Awaiting
+from service.rules.state import new_state
+
+
+def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
+    """Play whole two-player classic matches with random-legal bots for about ``seconds``."""
+    options = make_options(Variant.CLASSIC)
+    rng = random.Random(seed)
+    moves = games = events = rounds = 0
+    started = time.perf_counter()
+    elapsed = 0.0
+    while elapsed < seconds:
+        bots = [RandomBot(random.Random(rng.getrandbits(64))) for _ in range(2)]
+        created = create(CreateGame(Variant.CLASSIC, ("ann", "bob"), options, rng.randbytes(32)))
+        assert not isinstance(created, Violation)
+        state = new_state(created)
+        while state.awaiting is not Awaiting.GAME_OVER:
+            if state.awaiting is Awaiting.ROUND_START:
+                command: Any = StartRound()
+            else:
+                command = None
+                if state.exposed is not None:
+                    for seat in (0, 1):
+                        command = bots[seat].talk(state, seat)
+                        if command is not None:
+                            break
+                if command is None:
+                    command = bots[state.turn].act(state)
+            outcome = execute(state, command)
+            if isinstance(outcome, Violation):
+                raise AssertionError(f"a random-legal bot's command was rejected: {outcome}")
+            produced, state = outcome
+            moves += 1
+            events += len(produced)
+        games += 1
+        rounds += len(state.results)
+        elapsed = time.perf_counter() - started
+    return {
+        "moves": moves,
+        "games": games,
+        "rounds": rounds,
+        "events": events,
+        "seconds": round(elapsed, 3),
+        "moves_per_second": round(moves / elapsed),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="rules engine moves per second vs RLCard 1.2")
+    parser.add_argument("--seconds", type=float, default=10.0, help="time for each engine (default 10)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    ours = uno_audit_moves_per_second(args.seconds, args.seed)
+    try:
+        theirs: dict[str, Any] | None = rlcard_moves_per_second(args.seconds, args.seed)
+    except RuntimeError as missing:
+        print(f"(baseline skipped: {missing})", file=sys.stderr)
+        theirs = None
+    if args.json:
+        print(json.dumps({"uno_audit": ours, "rlcard": theirs}))
+        return 0
+    print(f"{'engine':<26}{'moves/s':>10}{'moves':>11}{'games':>8}{'seconds':>9}")
+    name = "uno-audit decide+evolve"
+    print(
+        f"{name:<26}{ours['moves_per_second']:>10,}{ours['moves']:>11,}{ours['games']:>8,}{ours['seconds']:>9.1f}"
+    )
+    if theirs is not None:
+        print(
+            f"{'RLCard 1.2 UnoGame':<26}{round(theirs['moves_per_second']):>10,}{theirs['moves']:>11,}"
+            f"{theirs['games']:>8,}{theirs['seconds']:>9.1f}"
+        )
+        print(f"ratio uno-audit / RLCard: {ours['moves_per_second'] / theirs['moves_per_second']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
