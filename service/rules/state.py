@@ -218,6 +218,8 @@ def _take_from_pile(state: State, taken: tuple[Card, ...]) -> tuple[Card, ...]:
 
 
 def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -> State:
+    if taken and state.exposed == seat:
+        changes.setdefault("exposed", None)  # holding more than one card again: nothing left to catch
     return _with(
         state,
         hands=_replace_hand(state.hands, seat, state.hands[seat] + taken),
