@@ -68,12 +68,13 @@ _FIRST_CARD: dict[Variant, Callable[[Act], None]] = {
     Variant.MARIO_KART: mario_kart.first_card,
     Variant.ATTACK: attack.first_card,
 }
-#: The rule a missing target breaks, by the face that needs one.
+#: The rule a missing or wrong target breaks, by the face that may name one.
 _TARGET_RULE = MappingProxyType(
     {
         Face.WILD_ATTACK_ATTACK: Rule.ATTACK_ATTACK_ATTACK,
         Face.TRADE_HANDS: Rule.ATTACK_TRADE_HANDS,
         Face.WILD_CUSTOMIZABLE: Rule.ATTACK_CUSTOMIZABLE,
+        Face.WILD_ITEM_BOX: Rule.MK_ITEM_GREEN_SHELL,  # a target named in advance, for a Green Shell
     }
 )
 

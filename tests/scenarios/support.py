@@ -18,21 +18,25 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from service.rules import (
+    NO_SUPPLY,
     Card,
     Command,
     CreateGame,
     Draw,
     Event,
     Pass,
+    Play,
     Rule,
     StartRound,
     State,
+    Supply,
     Variant,
     Violation,
     card,
     cards,
     create,
     decide,
+    execute,
     fold,
     make_options,
 )
@@ -140,15 +144,19 @@ def given(
     dealer: int = 0,
     options: Mapping[str, Any] | None = None,
     seed: bytes | None = None,
+    supply: Supply = NO_SUPPLY,
 ) -> list[Event]:
     """The log of a game dealt from a stacked deck: ``GameCreated``, ``RoundStarted``, first-card events.
 
     The round is dealt by the real engine (``StartRound(deck=...)``), which applies the first-card rules.
     """
-    start = created(variant, players, dealer=dealer, options=options, seed=seed)
+    # The dealer is stated, so a seeded game must not draw for it (``setup.dealer``).
+    start = created(
+        variant, players, dealer=dealer, options={"dealer_selection": "given", **(options or {})}, seed=seed
+    )
     state = fold([start])
     deck = stacked_deck(state.deck, hands, first, pile, players=players, dealer=dealer)
-    dealt = decide(state, StartRound(deck=deck))
+    dealt = decide(state, StartRound(deck=deck, supply=supply))
     assert not isinstance(dealt, Violation), dealt
     return [start, *dealt]
 
@@ -158,27 +166,63 @@ def run(events: Sequence[Event], *commands: Command) -> list[Event]:
     log = list(events)
     state = fold(log)
     for command in commands:
-        outcome = decide(state, command)
+        outcome = execute(state, command)
         assert not isinstance(outcome, Violation), f"{command} was rejected: {outcome}"
-        for event in outcome:
-            log.append(event)
-        state = fold(log)
+        produced, state = outcome
+        log.extend(produced)
     return log
 
 
-def drain(events: Sequence[Event]) -> list[Event]:
-    """Players on turn draw (and keep what they draw) until the draw pile is empty."""
+def drain(events: Sequence[Event], leave: int = 0) -> list[Event]:
+    """Players on turn draw (and keep what they draw) until ``leave`` cards are left in the draw pile."""
     log = list(events)
     state = fold(log)
-    while state.pile:
+    while len(state.pile) > leave or state.awaiting is Awaiting.DRAWN:
         command: Command = Pass(state.turn) if state.awaiting is Awaiting.DRAWN else Draw(state.turn)
-        outcome = decide(state, command)
+        outcome = execute(state, command)
         assert not isinstance(outcome, Violation), f"{command} was rejected: {outcome}"
-        log.extend(outcome)
-        state = fold(log)
-    if state.awaiting is Awaiting.DRAWN:
-        log = run(log, Pass(state.turn))
+        produced, state = outcome
+        log.extend(produced)
     return log
+
+
+def given_hands(
+    variant: Variant,
+    hands: Sequence[str],
+    flips: str,
+    *,
+    dealer: int = 0,
+    options: Mapping[str, Any] | None = None,
+) -> list[Event]:
+    """The log of a table game dealt with known ``hands`` (one per seat) and an unknown pile order.
+
+    ``flips`` lists the cards the table turned over at setup (``Supply.flips``).
+    """
+    start = created(variant, len(hands), dealer=dealer, options=options)
+    dealt = decide(
+        fold([start]),
+        StartRound(hands=tuple(cards(h) for h in hands), supply=Supply(flips=cards(flips))),
+    )
+    assert not isinstance(dealt, Violation), dealt
+    return [start, *dealt]
+
+
+#: Bob (seat 1) goes out in seven plays of his own: with two players every Skip gives him the turn again.
+BOB_GOES_OUT = "RS RS YS YS GS GS G1"
+
+
+def won_round(
+    variant: Variant,
+    loser: str,
+    *,
+    options: Mapping[str, Any] | None = None,
+    seed: bytes | None = None,
+) -> list[Event]:
+    """A two-player round dealt by ann (seat 0) that bob wins, ann holding ``loser`` (7 cards) at the end."""
+    log = given(variant, 2, {1: BOB_GOES_OUT, 0: loser}, "R5", options=options, seed=seed)
+    plays = [Play(1, c) for c in cards(BOB_GOES_OUT)]
+    plays[5] = Play(1, card("GS"), uno=True)
+    return run(log, *plays)
 
 
 # --- then ----------------------------------------------------------------------------------------------
@@ -272,3 +316,8 @@ def rederived_press(seed: bytes, label: str, weights: Sequence[int]) -> int:
             return count
         roll -= weight
     raise AssertionError("the roll is below the sum of the weights")
+
+
+def rederived_position(seed: bytes, label: str, size: int) -> int:
+    """Where a returned card goes back into a pile of ``size`` cards (0 = on top), re-derived."""
+    return _below(_u64s(seed, label), size + 1)
