@@ -312,6 +312,51 @@ def test_reports_bytes_that_are_not_utf8_by_line(tmp_path: Path) -> None:
     assert "not UTF-8" in caught.value.message
 
 
+# --- What the format allows beyond the canonical export ------------------------------------------------
+
+
+def test_a_round_with_a_deck_may_still_list_cards_and_flips() -> None:
+    record_text = text(
+        HEADER,
+        DECK_ROUND[:-1] + ', "cards": {"ann": ["R1", "G2"]}}',
+        '{"by": "ann", "draw": true, "cards": ["R1"]}',
+        '{"by": "bob", "play": "WIB", "flip": "G5", "cards": {"cy": ["B+2"]}}',
+        '{"by": "cy", "play": "R+2", "cards": {"ann": ["W", "G2"]}}',
+    )
+    record = read_record(record_text)
+
+    [block] = record.rounds
+    assert block.start.deck == cards("R1 G2 W B+2")
+    assert block.start.cards == {"ann": cards("R1 G2")}
+    assert block.actions[0].cards == {"ann": (card("R1"),)}
+    assert (block.actions[1].flip, block.actions[1].cards) == (card("G5"), {"cy": (card("B+2"),)})
+    assert block.actions[2].cards == {"ann": cards("W G2")}
+    assert write_record(record) == record_text
+    assert read_record(write_record(record)) == record
+
+
+SEEDED_HEADER = HEADER[:-1] + f', "seed_sha256": "{SEED_SHA256}", "seed": "00ff10"}}'
+
+
+@pytest.mark.parametrize("round_line", [DECK_ROUND, ROUND], ids=["deck", "hands"])
+def test_a_press_may_leave_fired_out_when_the_header_reveals_the_seed(round_line: str) -> None:
+    record_text = text(SEEDED_HEADER, round_line, '{"by": "ann", "press": true}')
+    record = read_record(record_text)
+
+    [action] = record.rounds[0].actions
+    assert (action.kind, action.fired) == (ActionKind.PRESS, ())
+    assert write_record(record) == record_text
+
+
+def test_a_press_without_fired_needs_a_seeded_header() -> None:
+    for round_line in (DECK_ROUND, ROUND):
+        with pytest.raises(RecordError) as caught:
+            read_record(text(HEADER, round_line, '{"by": "ann", "press": true}'))
+        assert caught.value.line == 3
+        assert "a 'press' line needs 'fired'" in caught.value.message
+        assert "unless the header has a seed" in caught.value.message
+
+
 # --- The writer refuses what it cannot write faithfully ---------------------------------------------------
 
 
@@ -325,7 +370,8 @@ def _with_action(action: Action) -> GameRecord:
     [
         (Action(0, "dan", ActionKind.PASS), "'by' must name a player"),
         (Action(0, "ann", ActionKind.PLAY), "'play' must be a card token, not null"),
-        (Action(0, "ann", ActionKind.PRESS), "'fired' must be a list of card tokens"),
+        (Action(0, "ann", ActionKind.PRESS), "a 'press' line needs 'fired'"),
+        (Action(0, "ann", ActionKind.PRESS, fired=((), ())), "'fired' must be a list of card tokens"),
         (Action(0, "ann", ActionKind.CHOOSE), "'choose' must be"),
         (Action(0, "ann", ActionKind.DRAW, colour=Colour.RED), "key 'colour' does not go on a 'draw' line"),
         (Action(0, "ann", ActionKind.DRAW, card=card("R1")), "cannot express"),
@@ -505,13 +551,25 @@ ERRORS = [
     ("fired-count-no-deck", after_round('{"by": "ann", "press": true, "fired": 2}'), 3, "without a deck"),
     ("fired-list-deck", after_deck('{"by": "ann", "press": true, "fired": ["R1"]}'), 3, "with a deck"),
     (
-        "cards-with-deck",
-        after_deck('{"by": "ann", "draw": true, "cards": ["R1"]}'),
+        "cards-type-with-deck",
+        after_deck('{"by": "ann", "draw": true, "cards": "R1"}'),
         3,
-        "'cards' is not given in a round with a deck",
+        "'cards' must be an object",
     ),
-    ("flip-with-deck", after_deck('{"by": "ann", "play": "WIB", "flip": "G5"}'), 3, "'flip' is not given"),
-    ("round-cards-with-deck", text(HEADER, DECK_ROUND[:-1] + ', "cards": {}}'), 2, "'cards' is not given"),
+    ("flip-card-with-deck", after_deck('{"by": "ann", "play": "WIB", "flip": "G"}'), 3, "'G' in 'flip'"),
+    (
+        "round-cards-player-with-deck",
+        text(HEADER, DECK_ROUND[:-1] + ', "cards": {"dan": []}}'),
+        2,
+        "'cards' names 'dan', who is not a player",
+    ),
+    # a seed decides a press only when it is revealed
+    (
+        "press-no-fired-sha-only",
+        text(HEADER[:-1] + f', "seed_sha256": "{SEED_SHA256}"}}', DECK_ROUND, '{"by": "ann", "press": true}'),
+        3,
+        "a 'press' line needs 'fired'",
+    ),
     # unknown keys
     ("header-key", text(HEADER[:-1] + ', "date": "2024"}'), 1, "unknown key 'date' on the header"),
     ("round-key", text(HEADER, ROUND[:-1] + ', "note": 1}'), 2, "unknown key 'note' on a round line"),

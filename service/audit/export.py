@@ -86,9 +86,9 @@ def record_from_steps(created: GameCreated, steps: Sequence[tuple[Command, tuple
     return GameRecord(header, tuple(rounds))
 
 
-def _taken(players: tuple[str, ...], events: Sequence[Event], with_deck: bool) -> dict[str, tuple[Card, ...]]:
-    if with_deck:
-        return {}
+def cards_taken(players: tuple[str, ...], events: Sequence[Event]) -> dict[str, tuple[Card, ...]]:
+    """What each player took from the draw pile in ``events``, as a line's ``cards`` lists it: drawn
+    cards and imposed draws, in order (launcher presses are ``fired``, flips ``first``/``flip``)."""
     taken: dict[str, tuple[Card, ...]] = {}
     for event in events:
         if isinstance(event, CardsTaken | CardDrawn):
@@ -98,12 +98,25 @@ def _taken(players: tuple[str, ...], events: Sequence[Event], with_deck: bool) -
     return taken
 
 
-def _fired(events: Sequence[Event], with_deck: bool, imposed_only: bool = True) -> tuple[PressOutcome, ...]:
+def fired_outcomes(
+    events: Sequence[Event], with_deck: bool, imposed_only: bool = True
+) -> tuple[PressOutcome, ...]:
+    """The launcher presses in ``events`` as a line's ``fired`` gives them: counts (``with_deck``) or card
+    lists. ``imposed_only`` leaves out a press the player chose (a ``press`` line's own outcome)."""
     return tuple(
         len(e.cards) if with_deck else e.cards
         for e in events
         if isinstance(e, LauncherPressed) and not (imposed_only and e.cause is Rule.ATTACK_LAUNCHER)
     )
+
+
+def flipped_cards(events: Sequence[Event]) -> tuple[Card, ...]:
+    """The cards turned onto the discard pile in ``events`` (first cards, item boxes), in order."""
+    return tuple(e.card for e in events if isinstance(e, CardFlipped))
+
+
+def _taken(players: tuple[str, ...], events: Sequence[Event], with_deck: bool) -> dict[str, tuple[Card, ...]]:
+    return {} if with_deck else cards_taken(players, events)
 
 
 def _round_line(
@@ -113,7 +126,7 @@ def _round_line(
     if not with_deck:
         assert started.hands is not None
         hands = dict(zip(players, started.hands, strict=True))
-        first = tuple(e.card for e in events if isinstance(e, CardFlipped))
+        first = flipped_cards(events)
     return RoundLine(
         round=started.round,
         dealer=players[started.dealer],
@@ -121,16 +134,16 @@ def _round_line(
         hands=hands,
         first=first,
         cards=_taken(players, events, with_deck),
-        fired=_fired(events, with_deck),
+        fired=fired_outcomes(events, with_deck),
         line=0,
     )
 
 
 def _action(players: tuple[str, ...], command: Command, events: Sequence[Event], with_deck: bool) -> Action:
     taken = _taken(players, events, with_deck)
-    fired = _fired(events, with_deck)
+    fired = fired_outcomes(events, with_deck)
     if isinstance(command, Play):
-        flips = [e.card for e in events if isinstance(e, CardFlipped)]
+        flips = flipped_cards(events)
         return Action(
             line=0,
             by=players[command.player],
@@ -145,7 +158,10 @@ def _action(players: tuple[str, ...], command: Command, events: Sequence[Event],
         )
     if isinstance(command, Press):
         return Action(
-            line=0, by=players[command.player], kind=ActionKind.PRESS, fired=_fired(events, with_deck, False)
+            line=0,
+            by=players[command.player],
+            kind=ActionKind.PRESS,
+            fired=fired_outcomes(events, with_deck, False),
         )
     if isinstance(command, Catch):
         return Action(

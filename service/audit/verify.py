@@ -5,7 +5,13 @@ decider the service uses. It collects every violation rather than stopping at th
 that breaks a rule is reported and then applied as the table did, when that is physically possible, so
 one mistake does not hide the rest. It rules on every UNO catch and every Wild Draw Four challenge
 with a verdict, the rule id and the evidence. When the record can no longer be followed (a card the
-player does not hold, a pile with nothing to take) it says so at that line and stops.
+player does not hold, a pile with nothing to take, a deal that cannot be made) it says so at that line,
+as one finding, and stops.
+
+Whatever a line says came from the pile is checked against the replay (``fair.commit``): a deck against
+the revealed seed's shuffle, launcher counts against the presses, and listed ``cards`` and ``flip`` cards
+against what was taken — from the deck when the round has one (a table may still list them), and in a
+round without one, listed cards that nothing took.
 
 The report's JSON shape is the one ``RECORD.md`` documents (see :meth:`Report.to_json`).
 """
@@ -14,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from service.rules import fair
 from service.rules.cards import Card, Face, tokens
@@ -39,19 +45,17 @@ from service.rules.decide import catch_reason, check, create, resolve
 from service.rules.events import (
     Awaiting,
     CardDrawn,
-    CardFlipped,
     CardPlayed,
-    CardsTaken,
     Event,
-    LauncherPressed,
     UnoCalled,
     UnoCaught,
     Wd4Challenged,
 )
 from service.rules.options import make_options
-from service.rules.state import State, new_state
+from service.rules.state import HAND_SIZE, State, new_state
 from service.rules.violations import Impossible, Rule, Violation
 
+from .export import cards_taken, fired_outcomes, flipped_cards
 from .record import Action, ActionKind, GameRecord, RoundLine
 
 
@@ -160,6 +164,7 @@ class _Replay:
         self.window_opened: dict[int, int] = {}
         self.window_closed: dict[int, int] = {}
         self.called_at: dict[int, int] = {}
+        self.caught_at: dict[int, int] = {}
         self.wd4_line: int | None = None  # the line of the last Wild Draw Four played, and by whom
         self.wd4_by: int | None = None
         self.auto_ended_draw: int | None = None  # seat whose unplayable draw just ended their turn
@@ -202,15 +207,23 @@ class _Replay:
         try:
             events, self.state = resolve(self.state, command, upheld=upheld)
         except Impossible as impossible:
-            message = f"the record cannot be followed: {impossible.message}"
-            found = self.report.violations
-            if found and (found[-1].line, found[-1].rule) == (line, impossible.rule.value):
-                found[-1] = Finding(line, impossible.rule.value, message)  # the same fault, judged just now
-            else:
-                self.violation(line, impossible.rule, message)
-            self.report.stopped_at = line
-            raise _Stop from impossible
+            self.stop(line, impossible.rule, impossible.message)
         return events
+
+    def stop(self, line: int, rule: Rule, message: str) -> NoReturn:
+        """Report that the record cannot be followed past ``line`` and end the replay.
+
+        When the judgement of the same line already named this rule, that finding is the one fault and
+        says so (one mistake, one finding).
+        """
+        text = f"the record cannot be followed: {message}"
+        found = self.report.violations
+        if found and (found[-1].line, found[-1].rule) == (line, rule.value):
+            found[-1] = Finding(line, rule.value, text)
+        else:
+            self.violation(line, rule, text)
+        self.report.stopped_at = line
+        raise _Stop
 
     def judge_and_apply(self, line: int, command: Command) -> tuple[Event, ...]:
         assert self.state is not None
@@ -239,11 +252,32 @@ class _Replay:
             hands=hands,
             supply=self.supply(start.cards, start.fired, start.first or ()),
         )
+        problem = self.undealable(command)
+        if problem is not None:
+            found = check(self.state, command)
+            if found is not None:
+                self.violation(start.line, found.rule, found.message)
+            self.stop(start.line, Rule.DECK_COMPOSITION, problem)
         before = self.state
         events = self.judge_and_apply(start.line, command)
-        self.check_fired(start.line, start.fired, events)
-        self.check_listed(start.line, start.cards, start.first if start.deck is None else None, events)
+        self.check_pile(start.line, events, start.cards, start.fired, start.first)
         self.after(start.line, before, events)
+
+    def undealable(self, command: StartRound) -> str | None:
+        """Why the round cannot be dealt as recorded at all, or ``None``: dealt hands holding cards the
+        rule set's deck does not have, or a deck too short for the deal and the first card. (Other decks
+        and hands that break ``deck.composition`` or ``setup.deal`` are followed as the table dealt them.)
+        """
+        assert self.state is not None
+        size, deck = self.state.size, self.state.deck
+        if command.hands is not None:
+            extra = Counter(c for hand in command.hands for c in hand) - Counter(deck)
+            if extra:
+                listed = " ".join(sorted(tokens(extra.elements())))
+                return f"the dealt hands hold cards the deck does not have: {listed}"
+        if command.deck is not None and len(command.deck) <= HAND_SIZE * size:
+            return f"a deck of {len(command.deck)} cards cannot deal {size} hands and a first card"
+        return None
 
     def supply(
         self,
@@ -269,11 +303,8 @@ class _Replay:
         command = self.command(action, seat)
         before = self.state
         events = self.judge_and_apply(line, command)
-        if kind is ActionKind.PRESS:
-            self.check_fired(line, action.fired, events, imposed_only=False)
-        else:
-            self.check_fired(line, action.fired, events)
-        self.check_listed(line, action.cards, (action.flip,) if action.flip else None, events)
+        flips = (action.flip,) if action.flip else None
+        self.check_pile(line, events, action.cards, action.fired, flips, own_press=kind is ActionKind.PRESS)
         drew = any(isinstance(e, CardDrawn) for e in events)
         if kind is ActionKind.DRAW and drew and self.state.awaiting is not Awaiting.DRAWN:
             self.auto_ended_draw = seat
@@ -309,7 +340,7 @@ class _Replay:
         command = Catch(seat, target, self.supply(action.cards, action.fired))
         reason = catch_reason(state, command)
         if reason is not None and seat != target and len(state.hands[target]) == 1:
-            reason = self.catch_detail(target) or reason
+            reason = self.catch_detail(target)
         verdict = "penalty" if reason is None else "no-penalty"
         applied_ok = (
             None if action.applied is None else action.applied == ("penalty" if reason is None else "none")
@@ -343,18 +374,22 @@ class _Replay:
                 )
         if penalise:
             events = self.apply(line, command)
-            self.check_fired(line, action.fired, events)
-            self.check_listed(line, action.cards, None, events)
+            self.check_pile(line, events, action.cards, action.fired)
             self.after(line, state, events)
 
-    def catch_detail(self, target: int) -> str | None:
+    def catch_detail(self, target: int) -> str:
+        """Why a player holding one card earns no penalty for a catch by someone else, naming the line."""
+        name = self.players[target]
         called = self.called_at.get(target)
         if called is not None:
-            return f"{self.players[target]} called UNO at line {called}"
+            return f"{name} called UNO at line {called}"
+        caught = self.caught_at.get(target)
+        if caught is not None:
+            return f"{name} was already caught at line {caught}"
         closed = self.window_closed.get(target)
         if closed is not None:
             return f"window closed at line {closed}"
-        return None
+        return f"{name} has had no UNO window since coming down to one card"
 
     def challenge(self, action: Action, seat: int) -> None:
         assert self.state is not None
@@ -412,75 +447,54 @@ class _Replay:
                 applied_ok,
             )
         )
-        self.check_fired(line, action.fired, events)
-        self.check_listed(line, action.cards, None, events)
+        self.check_pile(line, events, action.cards, action.fired)
         self.after(line, state, events)
 
     # --- bookkeeping ------------------------------------------------------------------------------
 
-    def check_fired(
-        self, line: int, fired: tuple[PressOutcome, ...], events: tuple[Event, ...], imposed_only: bool = True
-    ) -> None:
-        """Compare the launcher outcomes the record states with what the replay fired (``fair.commit``)."""
-        if not fired:
-            return
-        presses = [
-            e
-            for e in events
-            if isinstance(e, LauncherPressed) and not (imposed_only and e.cause is Rule.ATTACK_LAUNCHER)
-        ]
-        stated = [f if isinstance(f, int) else len(f) for f in fired]
-        replayed = [len(e.cards) for e in presses]
-        if stated != replayed:
-            self.violation(
-                line,
-                Rule.FAIR_COMMIT,
-                f"the record says the launcher fired {stated}, the replay fired {replayed}",
-            )
-
-    def check_listed(
+    def check_pile(
         self,
         line: int,
-        listed: dict[str, tuple[Card, ...]],
-        flips: tuple[Card, ...] | None,
         events: tuple[Event, ...],
+        cards: dict[str, tuple[Card, ...]],
+        fired: tuple[PressOutcome, ...],
+        flips: tuple[Card, ...] | None = None,
+        *,
+        own_press: bool = False,
     ) -> None:
-        """Compare the cards a line lists with what the replay took from the pile (``fair.commit``).
+        """Compare what a line says came from the pile with what the replay took (``fair.commit``).
 
-        ``listed`` is the line's ``cards`` (when it has any, every player's cards are compared, in any
-        order); ``flips`` its ``flip`` or ``first`` cards, in order (``None`` when it gives none). In a
-        round with a deck both come from the deck, so a listing can disagree with it; without a deck the
-        replay takes them from the listing, so only cards it never took can disagree.
+        ``cards``: when the line lists any, every player's cards, in any order. ``fired``: when given, the
+        count of every press, in order (``own_press``: including the player's own press, on a ``press``
+        line). ``flips``: the line's ``flip`` or ``first`` cards, in order (``None`` when it gives none).
+        In a round with a deck all of them come from the deck (or the seed), so a line can disagree with
+        it; without a deck the replay takes them from the line, so only what it never took can disagree.
         """
-        if listed:
-            taken: dict[str, list[Card]] = {}
-            for event in events:
-                if isinstance(event, CardsTaken | CardDrawn):
-                    cards = event.cards if isinstance(event, CardsTaken) else (event.card,)
-                    taken.setdefault(self.players[event.player], []).extend(cards)
+        if cards:
+            taken = cards_taken(self.players, events)
             for name in self.players:
-                said, took = listed.get(name, ()), taken.get(name, [])
+                said, took = cards.get(name, ()), taken.get(name, ())
                 if Counter(said) != Counter(took):
-                    self.violation(
-                        line,
-                        Rule.FAIR_COMMIT,
-                        f"the record lists {name} taking {_cards(said)}, the replay took {_cards(took)}",
-                    )
+                    message = f"the record lists {name} taking {_cards(said)}, the replay took {_cards(took)}"
+                    self.violation(line, Rule.FAIR_COMMIT, message)
+        if fired:
+            stated = [f if isinstance(f, int) else len(f) for f in fired]
+            replayed = list(fired_outcomes(events, with_deck=True, imposed_only=not own_press))
+            if stated != replayed:
+                message = f"the record says the launcher fired {stated}, the replay fired {replayed}"
+                self.violation(line, Rule.FAIR_COMMIT, message)
         if flips is not None:
-            flipped = [event.card for event in events if isinstance(event, CardFlipped)]
-            if list(flips) != flipped:
-                self.violation(
-                    line,
-                    Rule.FAIR_COMMIT,
-                    f"the record lists {_cards(flips)} flipped, the replay flipped {_cards(flipped)}",
-                )
+            flipped = flipped_cards(events)
+            if flips != flipped:
+                message = f"the record lists {_cards(flips)} flipped, the replay flipped {_cards(flipped)}"
+                self.violation(line, Rule.FAIR_COMMIT, message)
 
     def after(self, line: int, before: State, events: tuple[Event, ...]) -> None:
         """Track UNO windows and Wild Draw Four plays, for the evidence of later rulings."""
         assert self.state is not None
         for event in events:
             if isinstance(event, CardPlayed):
-                for book in (self.window_opened, self.window_closed, self.called_at):
+                for book in (self.window_opened, self.window_closed, self.called_at, self.caught_at):
                     book.pop(event.player, None)
                 if event.uno:
                     self.called_at[event.player] = line
@@ -488,17 +502,19 @@ class _Replay:
                     self.wd4_line, self.wd4_by = line, event.player
             elif isinstance(event, UnoCalled):
                 self.called_at[event.player] = line
+            elif isinstance(event, UnoCaught):
+                self.caught_at[event.target] = line
         exposed, was = self.state.exposed, before.exposed
-        if (exposed is not None and exposed != was) or any(
-            isinstance(e, CardPlayed) and e.player == exposed for e in events
+        if exposed is not None and (
+            exposed != was or any(isinstance(e, CardPlayed) and e.player == exposed for e in events)
         ):
-            self.window_opened[exposed] = line  # type: ignore[index]
+            self.window_opened[exposed] = line
         talk = any(isinstance(e, UnoCalled | UnoCaught) for e in events)
         if was is not None and exposed != was and not talk:
             self.window_closed[was] = line
 
 
-def _cards(cards: tuple[Card, ...] | list[Card]) -> str:
+def _cards(cards: tuple[Card, ...]) -> str:
     """Cards for a message: their tokens, or "nothing"."""
     return " ".join(tokens(cards)) if cards else "nothing"
 

@@ -434,6 +434,14 @@ def _resolve_start(act: Act, command: StartRound, _: bool | None) -> None:
         assert s.dealer is not None
         dealer = (s.dealer + 1) % s.size
     deck = command.deck
+    if deck is not None and len(deck) <= HAND_SIZE * s.size:
+        raise Impossible(
+            Rule.SETUP_DEAL, f"a deck of {len(deck)} cards cannot deal {s.size} hands and a first card"
+        )
+    if command.hands is not None:
+        extra = Counter(c for hand in command.hands for c in hand) - Counter(s.deck)
+        if extra or len(command.hands) != s.size:
+            raise Impossible(Rule.DECK_COMPOSITION, "the dealt hands are not cards of this deck")
     if deck is None and command.hands is None:
         if s.seed is None:
             raise Impossible(Rule.SETUP_DEAL, "no deck, no dealt hands and no seed to shuffle with")

@@ -183,7 +183,7 @@ class Act:
     def press(self, seat: int, cause: Rule) -> tuple[Card, ...]:
         """``seat`` presses the launcher once (``attack.launcher``); returns the cards it fired."""
         s = self.state
-        if s.seed is not None:
+        if s.seed is not None and s.pile_ordered:
             label = f"round:{s.round}:press:{s.presses}"
             count = fair.launcher_count(s.seed, label, s.options.launcher_weights)
             listed: tuple[Card, ...] | None = None

@@ -162,6 +162,14 @@ def make_options(variant: Variant, given: Mapping[str, Any] | None = None) -> Op
     )
 
 
+def options_from_json(values: Mapping[str, Any]) -> Options:
+    """The options recorded by :meth:`Options.to_json` (every option present), validated again."""
+    missing = [name for name in _OPTION_NAMES if name not in values]
+    if missing:
+        raise OptionError(f"recorded options lack {', '.join(missing)}")
+    return make_options(Variant.CLASSIC, values)  # every value is given, so no rule set's default applies
+
+
 def deck_name(variant: Variant, options: Options) -> str:
     """The key of :data:`service.rules.cards.DECKS` that this game is dealt from."""
     if variant is Variant.ATTACK and options.attack_edition == "2010":

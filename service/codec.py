@@ -1,0 +1,184 @@
+"""Events and commands as plain JSON values, and back: the stored and wire form of the domain.
+
+Cards become their tokens (``"R7"``), enums their values (``"wd4.accept"``, ``"R"``), options their JSON
+object, bytes lowercase hex; tuples become lists. The shape of every payload therefore follows the event's
+dataclass fields one to one (see ``service/rules/events.py``), which keeps the log readable with plain SQL.
+
+:func:`canonical` is the byte form the event store hashes into its chain: sorted keys, no spaces, UTF-8.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from service.rules import commands as command_types
+from service.rules import events as event_types
+from service.rules.cards import Card
+from service.rules.options import Options, options_from_json
+
+EVENT_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in vars(event_types).values()
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == event_types.__name__
+}
+COMMAND_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in vars(command_types).values()
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == command_types.__name__
+}
+
+
+class CodecError(ValueError):
+    """A payload that does not describe an event (unknown type, missing field, wrong value)."""
+
+
+def to_json(value: Any) -> Any:
+    """The JSON value of a domain value (event, command, card, enum, options, bytes, tuple…)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, Card):
+        return value.token
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Options):
+        return value.to_json()
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, tuple | list):
+        return [to_json(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): to_json(item) for key, item in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    raise TypeError(f"no JSON form for {type(value).__name__}")
+
+
+def encode_event(event: event_types.Event) -> tuple[str, dict[str, Any]]:
+    """``(type name, payload)`` of ``event``."""
+    payload = to_json(event)
+    assert isinstance(payload, dict)
+    return type(event).__name__, payload
+
+
+def decode_event(kind: str, payload: Mapping[str, Any]) -> event_types.Event:
+    """The event of type ``kind`` described by ``payload``; raises :class:`CodecError` if it does not fit."""
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise CodecError(f"unknown event type {kind!r}")
+    return typing.cast(event_types.Event, _decoder(cls)(payload))
+
+
+def canonical(kind: str, payload: Mapping[str, Any]) -> bytes:
+    """The bytes the hash chain covers for one event: type and payload, canonical JSON."""
+    return json.dumps(
+        {"type": kind, "payload": payload}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode()
+
+
+# --- decoding, driven by the dataclasses' type hints --------------------------------------------------
+
+Decoder = Callable[[Any], Any]
+
+
+@cache
+def _decoder(cls: type) -> Decoder:
+    hints = typing.get_type_hints(cls)
+    fields = [
+        (
+            f.name,
+            _for(hints[f.name]),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(cls)
+    ]
+
+    def decode(payload: Any) -> Any:
+        if not isinstance(payload, Mapping):
+            raise CodecError(f"{cls.__name__} needs an object, not {type(payload).__name__}")
+        unknown = set(payload) - {name for name, _, _ in fields}
+        if unknown:
+            raise CodecError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
+        values = {}
+        for name, convert, required in fields:
+            if name in payload:
+                try:
+                    values[name] = convert(payload[name])
+                except (ValueError, TypeError, KeyError) as error:
+                    raise CodecError(f"{cls.__name__}.{name}: {error}") from None
+            elif required:
+                raise CodecError(f"{cls.__name__} lacks {name!r}")
+        return cls(**values)
+
+    return decode
+
+
+def _for(hint: Any) -> Decoder:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        decoders = [_for(a) for a in inner]
+        if len(decoders) == 1:
+            only = decoders[0]
+            return lambda v: None if v is None else only(v)
+        return lambda v: _first_fitting(decoders, v)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = _for(args[0])
+            return lambda v: tuple(item(x) for x in _list(v))
+        parts = [_for(a) for a in args]
+        return lambda v: tuple(p(x) for p, x in zip(parts, _list(v, len(parts)), strict=True))
+    if origin in (Mapping, dict) or hint is Mapping:
+        key, item = (_for(args[0]), _for(args[1])) if args else (str, lambda x: x)
+        return lambda v: {key(k): item(x) for k, x in dict(v).items()}
+    if hint is Card:
+        return lambda v: Card.parse(_str(v))
+    if hint is Options:
+        return options_from_json
+    if hint is bytes:
+        return lambda v: bytes.fromhex(_str(v))
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint
+    if hint is bool:
+        return lambda v: v if isinstance(v, bool) else _wrong("a boolean", v)
+    if hint is int:
+        return lambda v: v if isinstance(v, int) and not isinstance(v, bool) else _wrong("a whole number", v)
+    if hint is str:
+        return _str
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _decoder(hint)
+    raise TypeError(f"no decoder for {hint!r}")
+
+
+def _first_fitting(decoders: list[Decoder], value: Any) -> Any:
+    for decode in decoders:
+        try:
+            return decode(value)
+        except (ValueError, TypeError):
+            continue
+    raise ValueError(f"{value!r} fits none of the allowed types")
+
+
+def _list(value: Any, length: int | None = None) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"expected a list, not {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise ValueError(f"expected {length} items, not {len(value)}")
+    return list(value)
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, not {type(value).__name__}")
+    return value
+
+
+def _wrong(what: str, value: Any) -> Any:
+    raise TypeError(f"expected {what}, not {value!r}")
