@@ -93,7 +93,9 @@ class RandomBot:
             self.pick_colour(state, seat) if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
         )
         target = (
-            self.pick_target(state, seat) if names_target(card.face, state.options.custom_action) else None
+            self.pick_target(state, seat)
+            if card.number is None and names_target(card.face, state.options.custom_action)
+            else None
         )
         hand = state.hands[seat]
         left = len(hand) - 1

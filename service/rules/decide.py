@@ -147,7 +147,7 @@ def check(state: State, command: Command) -> Violation | None:
     kind = type(command)
     if kind is StartRound:
         return _check_start(state, command)  # type: ignore[arg-type]
-    if kind is not Reshuffle:
+    if kind is not Reshuffle and not 0 <= command.player < len(state.players):  # type: ignore[union-attr]
         _seat(state, command.player)  # type: ignore[union-attr]
     awaiting = state.awaiting
     if awaiting is Awaiting.GAME_OVER:
@@ -240,7 +240,8 @@ def _expected_dealer(state: State) -> int | None:
 
 def _check_play(state: State, command: Play) -> Violation | None:
     player, card = command.player, command.card
-    _seat(state, command.target)
+    if command.target is not None:
+        _seat(state, command.target)
     awaiting = state.awaiting
     if player != state.turn or (awaiting is not Awaiting.PLAY and awaiting is not Awaiting.FOLLOW_UP):
         violation = _not_your_turn(state, player)
@@ -465,10 +466,11 @@ def _resolve_play(act: Act, command: Play, _: bool | None) -> None:
     hand = s.hands[player]
     if card not in hand:
         raise Impossible(Rule.PLAY_IN_HAND, f"{act.name(player)} does not hold {card}")
-    if command.target is None and _needs_target(card, s):
+    if command.target is None and card.number is None and _needs_target(card, s):
         raise Impossible(_TARGET_RULE[card.face], f"{card} names no player")
-    chained = s.awaiting is Awaiting.FOLLOW_UP and s.turn == player and s.pointer is not None
-    origin = s.next_seat(s.pointer, -1) if chained and s.pointer is not None else player
+    origin, chained = player, False
+    if s.awaiting is Awaiting.FOLLOW_UP and s.turn == player and s.pointer is not None:
+        origin, chained = s.next_seat(s.pointer, -1), True  # the follow-up counts from the turn pointer
     colour = command.colour if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
     extras = _discard_all_extras(hand, card) if card.face is Face.DISCARD_ALL else ()
     act.emit(CardPlayed(player, card, colour, command.uno, command.target, extras))
@@ -486,7 +488,7 @@ def _resolve_draw(act: Act, command: Draw, _: bool | None) -> None:
     if drawn is None:  # nothing left to draw anywhere: the draw is forfeited (``draw.reshuffle``)
         act.emit(Passed(player))
         act.prompt(s.next_seat(player))
-    elif playable(drawn, s.top, s.colour):
+    elif drawn.is_wild or drawn.colour is s.colour or drawn.face is s.discard[-1].face:  # playable(), inlined
         act.prompt(player, Awaiting.DRAWN, new_turn=False)
     else:
         act.prompt(s.next_seat(player))

@@ -33,7 +33,7 @@ from .events import (
     Prompted,
     RoundEnded,
 )
-from .state import HANDLERS, State, canonical
+from .state import HANDLERS, State, canonical, on_prompted
 from .violations import Impossible, Rule
 
 
@@ -74,7 +74,9 @@ class Act:
         self, seat: int, awaiting: Awaiting = Awaiting.PLAY, pointer: int | None = None, new_turn: bool = True
     ) -> None:
         """Wait for ``seat`` to act as ``awaiting`` says."""
-        self.emit(Prompted(seat, awaiting, pointer, new_turn))
+        event = Prompted(seat, awaiting, pointer, new_turn)
+        self.events.append(event)  # emit(), inlined: every command ends with a prompt
+        self.state = on_prompted(self.state, event)
 
     def others_from(self, origin: int) -> list[int]:
         """Every seat but ``origin``, in turn order starting with the next one."""
@@ -126,7 +128,7 @@ class Act:
     def take(self, seat: int, count: int, cause: Rule) -> int:
         """``seat`` takes ``count`` cards because ``cause`` says so; returns how many there were."""
         taken = 0
-        while count > 0 and self.refill():
+        while count > 0 and (self.state.pile or self.refill()):
             k = min(count, len(self.state.pile))
             self.emit(CardsTaken(seat, self._next_cards(seat, k), cause))
             count -= k
@@ -135,7 +137,7 @@ class Act:
 
     def draw_one(self, seat: int) -> Card | None:
         """``seat`` draws one card by choice (``draw.one``); ``None`` when the pile and discards are out."""
-        if not self.refill():
+        if not self.state.pile and not self.refill():
             return None
         drawn = self._next_cards(seat, 1)[0]
         self.emit(CardDrawn(seat, drawn))

@@ -299,7 +299,7 @@ def _card_played(state: State, event: CardPlayed) -> State:
         new_hand = hand[:i] + hand[i + 1 :]
     values = list(state)
     values[_HANDS] = _replace_hand(state.hands, seat, new_hand)
-    values[_DISCARD] = (*state.discard, *event.discarded, card)
+    values[_DISCARD] = state.discard + event.discarded + (card,)
     values[_COLOUR] = event.colour if card.is_wild else card.colour
     values[_EXPOSED] = seat if len(new_hand) == 1 and not event.uno else None
     values[_DRAWN] = None
@@ -349,7 +349,8 @@ def _turn_action_closing(state: State, event: Passed | Wd4Accepted | Wd4Challeng
     return _with(state, exposed=None, drawn=None, wd4=None)
 
 
-def _prompted(state: State, event: Prompted) -> State:
+def on_prompted(state: State, event: Prompted) -> State:
+    """Apply a :class:`Prompted` event (the handler :func:`evolve` uses for it)."""
     # The hottest handler (one per command): written against the field positions directly.
     values = list(state)
     values[_TURN] = event.player
@@ -407,7 +408,7 @@ HANDLERS: dict[type, Callable[[State, Any], State]] = {
     UnoCaught: _uno_caught,
     Wd4Accepted: _turn_action_closing,
     Wd4Challenged: _turn_action_closing,
-    Prompted: _prompted,
+    Prompted: on_prompted,
     RoundEnded: _round_ended,
     GameEnded: _game_ended,
 }
