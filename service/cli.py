@@ -4,6 +4,10 @@
   complete games in-process with the rules' invariants checked; exit 1 if an invariant breaks.
 * ``uno-audit verify --record FILE [--json]``: replay and adjudicate a game record offline; exit 0 when
   valid, 1 when it has violations, 2 when the file cannot be read.
+* ``uno-audit serve [--listen HOST:PORT] [--database-url DSN] [--data-dir DIR] [--admin-token T]``: the
+  gRPC game service; without a database URL (flag or ``DATABASE_URL``) it starts an embedded PostgreSQL.
+* ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
+  games as gRPC clients of a running server.
 
 Bad input (an unknown variant, option or card, a malformed record line) gets a one-line message on
 standard error naming what and where, and exit status 2 — never a traceback.
@@ -12,7 +16,9 @@ standard error naming what and where, and exit status 2 — never a traceback.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -70,6 +76,31 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="replay and adjudicate a game record")
     verify.add_argument("--record", type=Path, required=True, help="an uno-game-record/1 file")
     verify.add_argument("--json", action="store_true", help="print the report as one JSON object")
+
+    serve = commands.add_parser("serve", help="run the gRPC game service")
+    serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default 127.0.0.1:50051)")
+    serve.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL"),
+        help="PostgreSQL URL (default: $DATABASE_URL; without one an embedded PostgreSQL runs in --data-dir)",
+    )
+    serve.add_argument(
+        "--data-dir", type=Path, default=Path("uno-audit-data"), help="embedded database folder"
+    )
+    serve.add_argument(
+        "--admin-token",
+        default=os.environ.get("UNO_AUDIT_ADMIN_TOKEN"),
+        help="the adjudicator's token (default: $UNO_AUDIT_ADMIN_TOKEN; none: no admin)",
+    )
+
+    bots = commands.add_parser("bots", help="bots play complete games against a running server")
+    bots.add_argument("--server", default="127.0.0.1:50051", help="host:port of the server")
+    bots.add_argument("--games", type=_bounded(1, 1_000_000), default=1)
+    bots.add_argument("--variant", type=_variant, required=True)
+    bots.add_argument("--players", type=_bounded(2, 10), default=4)
+    bots.add_argument("--concurrency", type=_bounded(1, 10_000), default=1)
+    bots.add_argument("--seed", type=_bounded(0, 2**63 - 1), default=0)
+    bots.add_argument("--target-score", type=_bounded(1, 1_000_000), help="play matches to this score")
     return parser
 
 
@@ -77,7 +108,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "simulate":
         return _simulate(args)
+    if args.command == "serve":
+        return _serve(args)
+    if args.command == "bots":
+        return _bots(args)
     return _verify(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from service.api.server import serve  # the service's dependencies load only for serve
+
+    host, _, port = args.listen.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        print(f"uno-audit serve: --listen must be HOST:PORT, not {args.listen!r}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        asyncio.run(
+            serve(
+                listen=args.listen,
+                database_url=args.database_url,
+                data_dir=args.data_dir,
+                admin_token=args.admin_token,
+            )
+        )
+    except OSError as error:
+        print(f"uno-audit serve: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+def _bots(args: argparse.Namespace) -> int:
+    import grpc
+
+    from service.api.client_bots import run_bots
+
+    try:
+        summary = asyncio.run(
+            run_bots(
+                args.server,
+                games=args.games,
+                variant=args.variant,
+                players=args.players,
+                concurrency=args.concurrency,
+                seed=args.seed,
+                target_score=args.target_score,
+            )
+        )
+    except grpc.aio.AioRpcError as error:
+        print(f"uno-audit bots: {error.code().name}: {error.details()}", file=sys.stderr)
+        return EXIT_INVALID
+    print(json.dumps(summary.to_json()))
+    return EXIT_OK if summary.rejected == 0 else EXIT_INVALID
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -1,0 +1,216 @@
+"""Bot players as real gRPC clients: a demo of the API and the service's load generator.
+
+Each game is created over the channel; every seat then acts with its own seat token, deciding from the
+view the server gives that seat (its own hand, the top card, everyone's counts) — the bots know no more
+than a person at the table. They call UNO (forgetting now and then), catch, challenge and accept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import grpc
+
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.rules.attack import names_target
+from service.rules.cards import Card, Colour, Face
+from service.rules.decide import playable
+from service.rules.options import CustomAction, Variant
+
+from .views import VARIANTS
+
+COLOURS = [c.value for c in Colour]
+FORGET_UNO = 0.1
+CATCH = 0.5
+CHALLENGE = 0.3
+
+
+@dataclass(slots=True)
+class LoadSummary:
+    """What a bots run did."""
+
+    games: int = 0
+    rounds: int = 0
+    commands: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+    latencies_ms: list[float] = field(default_factory=list)
+
+    def percentile(self, p: float) -> float:
+        if not self.latencies_ms:
+            return 0.0
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+    def to_json(self) -> dict[str, float | int]:
+        return {
+            "games": self.games,
+            "rounds": self.rounds,
+            "commands": self.commands,
+            "rejected": self.rejected,
+            "seconds": round(self.seconds, 3),
+            "commands_per_second": round(self.commands / self.seconds, 1) if self.seconds else 0.0,
+            "p50_ms": round(self.percentile(50), 3),
+            "p99_ms": round(self.percentile(99), 3),
+        }
+
+
+def _auth(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+class _Table:
+    """One game played by bots over a channel."""
+
+    def __init__(self, stub: pb_grpc.GameServiceStub, rng: random.Random, summary: LoadSummary) -> None:
+        self.stub = stub
+        self.rng = rng
+        self.summary = summary
+        self.game_id = ""
+        self.tokens: dict[int, str] = {}
+        self.version = 0
+
+    async def create(self, variant: Variant, players: int, target_score: int | None) -> pb.GameView:
+        request = pb.CreateGameRequest(
+            command_id=str(uuid.uuid4()),
+            variant=VARIANTS[variant],
+            players=[f"bot{i + 1}" for i in range(players)],
+        )
+        if target_score is not None:
+            request.target_score = target_score
+        reply: pb.CreateGameReply = await self.stub.CreateGame(request)
+        self.game_id = reply.game_id
+        self.tokens = {seat.seat: seat.token for seat in reply.seats}
+        self.version = reply.version
+        return reply.view
+
+    async def send(self, method: str, seat: int, request: object) -> pb.CommandReply | None:
+        call = getattr(self.stub, method)
+        started = time.perf_counter()
+        try:
+            reply: pb.CommandReply = await call(request, metadata=_auth(self.tokens[seat]))
+        except grpc.aio.AioRpcError as error:
+            if error.code() is not grpc.StatusCode.FAILED_PRECONDITION:
+                raise
+            self.summary.rejected += 1
+            return None
+        self.summary.latencies_ms.append((time.perf_counter() - started) * 1000)
+        self.summary.commands += 1
+        self.version = reply.version
+        return reply
+
+    def header(self) -> pb.CommandHeader:
+        return pb.CommandHeader(game_id=self.game_id, command_id=str(uuid.uuid4()))
+
+    async def view_of(self, seat: int) -> pb.GameView:
+        request = pb.GetGameRequest(game_id=self.game_id)
+        view: pb.GameView = await self.stub.GetGame(request, metadata=_auth(self.tokens[seat]))
+        return view
+
+    async def play(self, variant: Variant, players: int, target_score: int | None = None) -> None:
+        view = await self.create(variant, players, target_score)
+        while view.awaiting != "game-over":
+            if view.awaiting == "round-start":
+                reply = await self.send("StartRound", 0, pb.StartRoundRequest(header=self.header()))
+                self.summary.rounds += 1
+                view = reply.view if reply is not None else await self.view_of(0)
+                continue
+            fresh = True
+            if view.exposed >= 0 and self.rng.random() < CATCH:
+                catcher = self.rng.choice([s for s in range(players) if s != view.exposed])
+                await self.send("Catch", catcher, pb.CatchRequest(header=self.header(), target=view.exposed))
+                fresh = False
+            seat = view.turn
+            seat_view = view if fresh and view.viewer_seat == seat else await self.view_of(seat)
+            after = await self.act(seat_view, seat, variant, players)
+            view = after if after is not None else await self.view_of(seat)
+
+    async def act(self, view: pb.GameView, seat: int, variant: Variant, players: int) -> pb.GameView | None:
+        """Send the command this seat's view calls for; the view after it (None if it was refused)."""
+        rng, awaiting = self.rng, view.awaiting
+        reply: pb.CommandReply | None
+        hand = [Card.parse(token) for token in view.hands[0].cards] if view.hands else []
+        if awaiting == "play":
+            top = Card.parse(view.top)
+            colour = Colour(view.colour) if view.colour else None
+            options = [c for c in hand if playable(c, top, colour)]
+            pick = rng.randrange(len(options) + 1)
+            if pick < len(options):
+                reply = await self.play_card(options[pick], seat, len(hand), players)
+            elif variant is Variant.ATTACK:
+                reply = await self.send("Press", seat, pb.PressRequest(header=self.header()))
+            else:
+                reply = await self.send("Draw", seat, pb.DrawRequest(header=self.header()))
+        elif awaiting == "drawn":
+            if view.drawn and rng.random() < 0.8:
+                reply = await self.play_card(Card.parse(view.drawn), seat, len(hand), players)
+            else:
+                reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
+        elif awaiting == "follow-up":
+            top = Card.parse(view.top)
+            colour = Colour(view.colour) if view.colour else None
+            options = [c for c in hand if playable(c, top, colour)]
+            if options and rng.random() < 0.5:
+                reply = await self.play_card(rng.choice(options), seat, len(hand), players)
+            else:
+                reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
+        elif awaiting == "wd4-response":
+            if rng.random() < CHALLENGE:
+                reply = await self.send("Challenge", seat, pb.ChallengeRequest(header=self.header()))
+            else:
+                reply = await self.send("Accept", seat, pb.AcceptRequest(header=self.header()))
+        elif awaiting == "colour":
+            reply = await self.send(
+                "Choose", seat, pb.ChooseRequest(header=self.header(), colour=rng.choice(COLOURS))
+            )
+        elif awaiting == "target":
+            target = rng.choice([s for s in range(players) if s != seat])
+            reply = await self.send("Choose", seat, pb.ChooseRequest(header=self.header(), target=target))
+        else:
+            raise RuntimeError(f"the game waits for {awaiting!r}, which bots do not know")
+        return reply.view if reply is not None else None
+
+    async def play_card(self, card: Card, seat: int, held: int, players: int) -> pb.CommandReply | None:
+        request = pb.PlayRequest(header=self.header(), card=card.token)
+        if card.is_wild and card.face is not Face.WILD_ITEM_BOX:
+            request.colour = self.rng.choice(COLOURS)
+        if names_target(card.face, CustomAction.PLAIN):
+            request.target = self.rng.choice([s for s in range(players) if s != seat])
+        if held == 2 and card.face is not Face.DISCARD_ALL and self.rng.random() >= FORGET_UNO:
+            request.uno = True
+        return await self.send("Play", seat, request)
+
+
+async def run_bots(
+    address: str,
+    *,
+    games: int,
+    variant: Variant,
+    players: int,
+    concurrency: int,
+    seed: int = 0,
+    target_score: int | None = None,
+) -> LoadSummary:
+    """Play ``games`` complete games against the server at ``address``, ``concurrency`` at a time
+    (matches to ``target_score`` points, or the rule set's default)."""
+    summary = LoadSummary()
+    rng = random.Random(seed)
+    seeds = [rng.getrandbits(64) for _ in range(games)]
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(game_seed: int) -> None:
+            async with gate:
+                await _Table(stub, random.Random(game_seed), summary).play(variant, players, target_score)
+                summary.games += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(s) for s in seeds))
+        summary.seconds = time.perf_counter() - started
+    return summary

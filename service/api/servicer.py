@@ -1,0 +1,372 @@
+"""``GameService``: the gRPC front door. Validates requests, authenticates callers, runs the command handler.
+
+Every RPC validates its input before anything else (INVALID_ARGUMENT names the field), resolves the caller
+from its token (a seat of the game, the admin, or a spectator), and answers with what that caller may see.
+One structured log line per command: game, command id, seat, outcome, rule id, latency.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+import structlog
+from google.protobuf import message as pb_message
+from google.protobuf import timestamp_pb2
+
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.rules import commands as cmd
+from service.rules.cards import Card, CardError, Colour
+from service.rules.fair import new_seed
+from service.rules.options import OptionError, make_options
+from service.store import EventStore
+
+from . import errors
+from .auth import ADMIN, SPECTATOR, Caller, bearer, is_admin, token_hash
+from .handler import CommandHandler, Outcome
+from .notify import Notifier
+from .views import VARIANT_OF, event_message, game_view
+
+log = structlog.get_logger("uno_audit.api")
+Context = grpc.aio.ServicerContext[Any, Any]
+
+MAX_ID = 128
+MAX_PAGE = 500
+COLOURS = {c.value: c for c in Colour}
+
+
+def _id(value: str, field: str) -> str:
+    if not value or len(value) > MAX_ID or not value.isprintable():
+        raise errors.invalid(field, f"must be 1 to {MAX_ID} printable characters")
+    return value
+
+
+def _colour(value: str, field: str) -> Colour | None:
+    if not value:
+        return None
+    colour = COLOURS.get(value)
+    if colour is None:
+        raise errors.invalid(field, f"{value!r} is not a colour (R, Y, G or B)")
+    return colour
+
+
+def _card(value: str, field: str) -> Card:
+    try:
+        return Card.parse(value)
+    except CardError as bad:
+        raise errors.invalid(field, str(bad)) from None
+
+
+def _deck(tokens: Any, field: str) -> tuple[Card, ...]:
+    return tuple(_card(token, f"{field}[{i}]") for i, token in enumerate(tokens))
+
+
+def _plain(value: Any) -> Any:
+    """A Struct value as the options expect it: JSON numbers that are whole become ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _request_hash(method: str, request: pb_message.Message) -> bytes:
+    return hashlib.sha256(method.encode() + b"\0" + request.SerializeToString(deterministic=True)).digest()
+
+
+class GameService(pb_grpc.GameServiceServicer):
+    """The ``uno.audit.v1.GameService`` implementation."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        handler: CommandHandler,
+        notifier: Notifier,
+        *,
+        admin_token_hash: bytes | None,
+    ) -> None:
+        self.store = store
+        self.handler = handler
+        self.notifier = notifier
+        self.admin_token_hash = admin_token_hash
+        self._seats: dict[tuple[str, bytes], int] = {}
+
+    # --- callers ---------------------------------------------------------------------------------------
+
+    def _server_caller(self, context: Context) -> tuple[Caller, str | None]:
+        token = bearer(context.invocation_metadata())
+        if token == "":
+            raise errors.unauthenticated("authorization metadata must be 'Bearer <token>'")
+        if token is not None and is_admin(token, self.admin_token_hash):
+            return ADMIN, token
+        return SPECTATOR, token
+
+    async def _caller(self, context: Context, game_id: str) -> Caller:
+        caller, token = self._server_caller(context)
+        if caller.admin or token is None:
+            return caller
+        key = (game_id, token_hash(token))
+        seat = self._seats.get(key)
+        if seat is None:
+            seat = await self.store.seat_for_token(game_id, key[1])
+            if seat is None:
+                raise errors.unauthenticated("the token is not a seat token of this game")
+            self._seats[key] = seat
+        return Caller(seat=seat)
+
+    @staticmethod
+    def _acting_seat(caller: Caller, header: pb.CommandHeader) -> int:
+        if caller.admin:
+            if not header.HasField("as_seat"):
+                raise errors.invalid("header.as_seat", "the admin must name the seat it acts for")
+            return header.as_seat
+        if caller.seat is None:
+            raise errors.unauthenticated("acting needs a seat token of this game")
+        if header.HasField("as_seat") and header.as_seat != caller.seat:
+            raise errors.denied(f"a seat token acts only for its own seat ({caller.seat})")
+        return caller.seat
+
+    # --- the commands ----------------------------------------------------------------------------------
+
+    async def _command(
+        self,
+        context: Context,
+        method: str,
+        request: Any,
+        build: Callable[[int], cmd.Command] | None,
+        *,
+        start_round: Callable[[Caller], cmd.Command] | None = None,
+    ) -> pb.CommandReply:
+        started = time.perf_counter()
+        header: pb.CommandHeader = request.header
+        fields: dict[str, Any] = {"command": method, "game": header.game_id, "command_id": header.command_id}
+        try:
+            game_id = _id(header.game_id, "header.game_id")
+            command_id = _id(header.command_id, "header.command_id")
+            if header.HasField("expected_version") and header.expected_version < 0:
+                raise errors.invalid("header.expected_version", "must not be negative")
+            caller = await self._caller(context, game_id)
+            if start_round is not None:
+                if caller.spectator:
+                    raise errors.unauthenticated(
+                        "starting a round needs a seat token of this game or the admin"
+                    )
+                command = start_round(caller)
+                seat: int | str = "admin" if caller.admin else caller.seat  # type: ignore[assignment]
+            else:
+                assert build is not None
+                seat = self._acting_seat(caller, header)
+                command = build(seat)
+            fields["seat"] = seat
+            outcome = await self.handler.handle(
+                game_id,
+                command,
+                command_id=command_id,
+                request_hash=_request_hash(method, request),
+                expected_version=header.expected_version if header.HasField("expected_version") else None,
+                metadata={"command_id": command_id, "actor": seat, "command": method},
+            )
+        except errors.ApiError as error:
+            fields.update(outcome="rejected", code=error.code.name, rule=error.reason)
+            log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
+            await context.abort_with_status(error.status())
+            raise AssertionError("unreachable: abort_with_status raises") from None
+        fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
+        fields["version"] = outcome.version
+        log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
+        return self._reply(outcome, caller)
+
+    def _reply(self, outcome: Outcome, caller: Caller) -> pb.CommandReply:
+        players = len(outcome.state.players)
+        return pb.CommandReply(
+            version=outcome.version,
+            events=[event_message(e, caller, players) for e in outcome.events],
+            view=game_view(outcome.game_id, outcome.state, outcome.version, caller, outcome.tournament_id),
+            duplicate=outcome.duplicate,
+        )
+
+    async def StartRound(self, request: pb.StartRoundRequest, context: Context) -> pb.CommandReply:
+        def build(caller: Caller) -> cmd.Command:
+            if request.fixed_deck and not caller.admin:
+                raise errors.denied("only the admin may deal from a fixed deck")
+            return cmd.StartRound(
+                deck=_deck(request.fixed_deck, "fixed_deck") if request.fixed_deck else None
+            )
+
+        return await self._command(context, "StartRound", request, None, start_round=build)
+
+    async def Play(self, request: pb.PlayRequest, context: Context) -> pb.CommandReply:
+        def build(seat: int) -> cmd.Command:
+            card = _card(request.card, "card")
+            target = request.target if request.HasField("target") else None
+            return cmd.Play(seat, card, _colour(request.colour, "colour"), request.uno, target)
+
+        return await self._command(context, "Play", request, build)
+
+    async def Draw(self, request: pb.DrawRequest, context: Context) -> pb.CommandReply:
+        return await self._command(context, "Draw", request, lambda seat: cmd.Draw(seat))
+
+    async def Pass(self, request: pb.PassRequest, context: Context) -> pb.CommandReply:
+        return await self._command(context, "Pass", request, lambda seat: cmd.Pass(seat))
+
+    async def Press(self, request: pb.PressRequest, context: Context) -> pb.CommandReply:
+        return await self._command(context, "Press", request, lambda seat: cmd.Press(seat))
+
+    async def CallUno(self, request: pb.CallUnoRequest, context: Context) -> pb.CommandReply:
+        return await self._command(context, "CallUno", request, lambda seat: cmd.CallUno(seat))
+
+    async def Catch(self, request: pb.CatchRequest, context: Context) -> pb.CommandReply:
+        return await self._command(context, "Catch", request, lambda seat: cmd.Catch(seat, request.target))
+
+    async def Challenge(self, request: pb.ChallengeRequest, context: Context) -> pb.CommandReply:
+        return await self._command(context, "Challenge", request, lambda seat: cmd.Challenge(seat))
+
+    async def Accept(self, request: pb.AcceptRequest, context: Context) -> pb.CommandReply:
+        return await self._command(context, "Accept", request, lambda seat: cmd.Accept(seat))
+
+    async def Choose(self, request: pb.ChooseRequest, context: Context) -> pb.CommandReply:
+        def build(seat: int) -> cmd.Command:
+            colour = _colour(request.colour, "colour")
+            target = request.target if request.HasField("target") else None
+            if (colour is None) == (target is None):
+                raise errors.invalid("colour", "choose either a colour or a target")
+            return cmd.Choose(seat, colour, target)
+
+        return await self._command(context, "Choose", request, build)
+
+    # --- creating and reading ----------------------------------------------------------------------------
+
+    async def CreateGame(self, request: pb.CreateGameRequest, context: Context) -> pb.CreateGameReply:
+        started = time.perf_counter()
+        try:
+            caller, _ = self._server_caller(context)
+            command_id = _id(request.command_id, "command_id")
+            variant = VARIANT_OF.get(request.variant)
+            if variant is None:
+                raise errors.invalid("variant", "choose CLASSIC, SONIC, ATTACK or MARIO_KART")
+            given = {k: _plain(v) for k, v in dict(request.options).items()}
+            if request.HasField("target_score"):
+                given["target_score"] = request.target_score
+            try:
+                options = make_options(variant, given)
+            except OptionError as bad:
+                raise errors.invalid("options", str(bad)) from None
+            if len(request.tournament_id) > MAX_ID:
+                raise errors.invalid("tournament_id", f"at most {MAX_ID} characters")
+            first_round = None
+            if request.fixed_deck:
+                if not caller.admin:
+                    raise errors.denied("only the admin may deal from a fixed deck")
+                first_round = cmd.StartRound(deck=_deck(request.fixed_deck, "fixed_deck"))
+            dealer = request.dealer if request.HasField("dealer") else None
+            create = cmd.CreateGame(variant, tuple(request.players), options, new_seed(), dealer)
+            created = await self.handler.create_game(
+                create,
+                command_id=command_id,
+                request_hash=_request_hash("CreateGame", request),
+                tournament_id=request.tournament_id,
+                metadata={
+                    "command_id": command_id,
+                    "actor": "admin" if caller.admin else "anyone",
+                    "command": "CreateGame",
+                },
+                first_round=first_round,
+            )
+        except errors.ApiError as error:
+            log.info(
+                "command",
+                command="CreateGame",
+                outcome="rejected",
+                code=error.code.name,
+                rule=error.reason,
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+            await context.abort_with_status(error.status())
+            raise AssertionError("unreachable") from None
+        outcome = created.outcome
+        log.info(
+            "command",
+            command="CreateGame",
+            game=created.game_id,
+            command_id=command_id,
+            outcome="accepted",
+            version=outcome.version,
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        return pb.CreateGameReply(
+            game_id=created.game_id,
+            version=outcome.version,
+            seats=[
+                pb.SeatToken(seat=seat, player=name, token=token)
+                for seat, (name, token) in enumerate(zip(create.players, created.tokens, strict=True))
+            ],
+            view=game_view(created.game_id, outcome.state, outcome.version, caller, outcome.tournament_id),
+        )
+
+    async def GetGame(self, request: pb.GetGameRequest, context: Context) -> pb.GameView:
+        try:
+            game_id = _id(request.game_id, "game_id")
+            caller = await self._caller(context, game_id)
+            loaded = await self.handler.load(game_id)
+        except errors.ApiError as error:
+            await context.abort_with_status(error.status())
+            raise AssertionError("unreachable") from None
+        return game_view(game_id, loaded.state, loaded.version, caller, loaded.tournament_id)
+
+    async def ListGames(self, request: pb.ListGamesRequest, context: Context) -> pb.ListGamesReply:
+        try:
+            size = request.page_size or 50
+            if not 1 <= size <= MAX_PAGE:
+                raise errors.invalid("page_size", f"must be 1 to {MAX_PAGE}")
+        except errors.ApiError as error:
+            await context.abort_with_status(error.status())
+            raise AssertionError("unreachable") from None
+        rows = await self.store.list_games(
+            tournament_id=request.tournament_id or None, after=request.page_token or None, limit=size + 1
+        )
+        games = []
+        for row in rows[:size]:
+            created = timestamp_pb2.Timestamp()
+            created.FromDatetime(row.created_at)
+            games.append(
+                pb.GameSummary(
+                    game_id=row.game_id,
+                    variant=VARIANT_OF_NAME[row.variant],
+                    players=row.players,
+                    version=row.version,
+                    tournament_id=row.tournament_id,
+                    created_at=created,
+                )
+            )
+        token = rows[size - 1].game_id if len(rows) > size else ""
+        return pb.ListGamesReply(games=games, next_page_token=token)
+
+    async def WatchGame(self, request: pb.WatchGameRequest, context: Context) -> AsyncIterator[pb.Event]:
+        try:
+            game_id = _id(request.game_id, "game_id")
+            if request.after_version < 0:
+                raise errors.invalid("after_version", "must not be negative")
+            caller = await self._caller(context, game_id)
+            loaded = await self.handler.load(game_id)
+        except errors.ApiError as error:
+            await context.abort_with_status(error.status())
+            return
+        players = len(loaded.state.players)
+        after = request.after_version
+        async with self.notifier.subscription(game_id) as woken:
+            while True:
+                for event in await self.store.read_stream(game_id, after_version=after):
+                    yield event_message(event, caller, players)
+                    after = event.version
+                    if event.type == "GameEnded":
+                        return
+                await woken.wait_for_next(timeout=1.0)
+
+
+VARIANT_OF_NAME = {variant.value: value for value, variant in VARIANT_OF.items()}

@@ -1,0 +1,154 @@
+"""What each caller may see: redacted event payloads and the game view.
+
+The server is the dealer and knows every card. A seat sees its own hand and everyone's card counts; a
+spectator sees counts; the admin (adjudicator) sees everything. In event payloads a card the caller may
+not see is ``null`` — the count stays visible, the card does not.
+
+What is public: cards played, flipped or returned face up, the dealer draw, the hands scored at the end
+of a round (they are laid down), the seed once ``GameEnded`` reveals it. What is private: a dealt hand,
+a card drawn or fired at a player (theirs only), any pile order, and the offender's hand shown for a
+Wild Draw Four challenge (the challenger's only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from google.protobuf import struct_pb2, timestamp_pb2
+
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.rules.events import Awaiting
+from service.rules.options import Variant
+from service.rules.state import State, deal
+from service.store import StoredEvent
+
+from .auth import Caller
+
+VARIANTS = {
+    Variant.CLASSIC: pb.CLASSIC,
+    Variant.SONIC: pb.SONIC,
+    Variant.ATTACK: pb.ATTACK,
+    Variant.MARIO_KART: pb.MARIO_KART,
+}
+VARIANT_OF = {value: variant for variant, value in VARIANTS.items()}
+
+Payload = dict[str, Any]
+
+
+def _hidden(cards: list[Any]) -> list[None]:
+    return [None] * len(cards)
+
+
+def _round_started(payload: Payload, caller: Caller, players: int) -> Payload:
+    out = dict(payload)
+    if payload.get("deck") is not None:
+        hands, _ = deal(tuple(payload["deck"]), players, payload["dealer"])
+        out["deck"] = None
+        out["hands"] = [
+            list(hand) if seat == caller.seat else _hidden(list(hand)) for seat, hand in enumerate(hands)
+        ]
+    elif payload.get("hands") is not None:
+        out["hands"] = [
+            hand if seat == caller.seat else _hidden(hand) for seat, hand in enumerate(payload["hands"])
+        ]
+    return out
+
+
+def _own_cards(field: str) -> Callable[[Payload, Caller, int], Payload]:
+    def redact(payload: Payload, caller: Caller, players: int) -> Payload:
+        if payload.get("player") == caller.seat:
+            return payload
+        value = payload[field]
+        return {**payload, field: _hidden(value) if isinstance(value, list) else None}
+
+    return redact
+
+
+def _pile(payload: Payload, caller: Caller, players: int) -> Payload:
+    return {**payload, "pile": _hidden(payload["pile"])}
+
+
+def _challenge(payload: Payload, caller: Caller, players: int) -> Payload:
+    if payload.get("player") == caller.seat:
+        return payload
+    return {**payload, "hand": _hidden(payload["hand"]), "matching": _hidden(payload["matching"])}
+
+
+def _created(payload: Payload, caller: Caller, players: int) -> Payload:
+    return {**payload, "seed": None}
+
+
+_REDACTIONS: dict[str, Callable[[Payload, Caller, int], Payload]] = {
+    "GameCreated": _created,
+    "RoundStarted": _round_started,
+    "CardDrawn": _own_cards("card"),
+    "CardsTaken": _own_cards("cards"),
+    "LauncherPressed": _own_cards("cards"),
+    "PileReshuffled": _pile,
+    "FlipReturned": _pile,
+    "Wd4Challenged": _challenge,
+}
+
+
+def redact(kind: str, payload: Mapping[str, Any], caller: Caller, players: int) -> Payload:
+    """``payload`` as ``caller`` may see it."""
+    if caller.admin:
+        return dict(payload)
+    redaction = _REDACTIONS.get(kind)
+    return redaction(dict(payload), caller, players) if redaction else dict(payload)
+
+
+def event_message(event: StoredEvent, caller: Caller, players: int) -> pb.Event:
+    """The wire form of a stored event, redacted for ``caller``."""
+    payload = struct_pb2.Struct()
+    payload.update(redact(event.type, event.payload, caller, players))
+    recorded = timestamp_pb2.Timestamp()
+    recorded.FromDatetime(event.recorded_at)
+    return pb.Event(
+        position=event.position, version=event.version, type=event.type, payload=payload, recorded_at=recorded
+    )
+
+
+def game_view(
+    game_id: str, state: State, version: int, caller: Caller, tournament_id: str = ""
+) -> pb.GameView:
+    """The game as ``caller`` may see it."""
+    in_round = state.round > 0
+    if caller.admin:
+        hands = [pb.Hand(seat=seat, cards=[c.token for c in hand]) for seat, hand in enumerate(state.hands)]
+    elif caller.seat is not None:
+        hands = [pb.Hand(seat=caller.seat, cards=[c.token for c in state.hands[caller.seat]])]
+    else:
+        hands = []
+    drawn = ""
+    if (
+        state.drawn is not None
+        and state.awaiting is Awaiting.DRAWN
+        and (caller.admin or caller.seat == state.turn)
+    ):
+        drawn = state.drawn.token
+    return pb.GameView(
+        game_id=game_id,
+        variant=VARIANTS[state.variant],
+        players=list(state.players),
+        version=version,
+        awaiting=state.awaiting.value,
+        round=state.round,
+        dealer=state.dealer if state.dealer is not None else -1,
+        turn=state.turn,
+        direction=state.direction,
+        top=state.discard[-1].token if in_round and state.discard else "",
+        colour=state.colour.value if state.colour else "",
+        draw_pile=len(state.pile),
+        discard_pile=len(state.discard),
+        hand_sizes=[len(hand) for hand in state.hands],
+        scores=list(state.scores),
+        viewer_seat=caller.seat if caller.seat is not None else -1,
+        hands=hands,
+        exposed=state.exposed if state.exposed is not None else -1,
+        winner=state.winner if state.winner is not None else -1,
+        seed_sha256=state.seed_sha256 or "",
+        tournament_id=tournament_id,
+        drawn=drawn,
+    )

