@@ -275,6 +275,7 @@ class GameService(pb_grpc.GameServiceServicer):
                     "command_id": command_id,
                     "actor": "admin" if caller.admin else "anyone",
                     "command": "CreateGame",
+                    "tournament_id": request.tournament_id,
                 },
                 first_round=first_round,
             )
