@@ -4,7 +4,7 @@ What it guarantees, and where each guarantee lives:
 
 * **One transaction per command.** :meth:`EventStore.append` writes the command's ledger row, all its
   events and the wake-up notification with one prepared statement (data-modifying CTEs, the events as
-  parallel arrays), which is atomic by itself: one round trip whatever the number of events.
+  one jsonb array), which is atomic by itself: one round trip whatever the number of events.
   :meth:`EventStore.create_game` sends BEGIN, its statement and COMMIT in pipeline mode.
 * **Optimistic concurrency.** ``UNIQUE (game_id, version)``: of two appends expecting the same version
   exactly one commits; the other gets :class:`VersionConflict` with the version it lost to. A trigger
@@ -162,7 +162,7 @@ _GAME_COLUMNS = (
 # Writing is one statement per command. Its data-modifying CTEs insert the ledger row (ON CONFLICT DO
 # NOTHING), then the events only if that row was new (the join with `command` yields no row otherwise),
 # then notify; the statement is atomic on its own, so a failure anywhere leaves nothing behind. The events
-# come as parallel arrays (one prepared statement for any number of events) and are inserted in version
+# come as one jsonb array (one prepared statement for any number of events) and are inserted in version
 # order, so the insert trigger sees each event's predecessor. The main SELECT joins `notified` so that
 # the notification is sent exactly when events were written.
 _WRITE_EVENTS = f"""
@@ -173,11 +173,10 @@ command AS (
     RETURNING game_id
 ), appended AS (
     INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
-    SELECT command.game_id, e.version, e.type, e.payload, %(metadata)s, e.prev_hash, e.hash
-      FROM command,
-           unnest(%(versions)s::int[], %(types)s::text[], %(payloads)s::jsonb[], %(prev_hashes)s::bytea[],
-                  %(hashes)s::bytea[]) AS e(version, type, payload, prev_hash, hash)
-     ORDER BY e.version
+    SELECT command.game_id, %(first_version)s::int + e.i::int - 1, e.item->>'type', e.item->'payload',
+           %(metadata)s, decode(e.item->>'prev_hash', 'hex'), decode(e.item->>'hash', 'hex')
+      FROM command, jsonb_array_elements(%(events)s) WITH ORDINALITY AS e(item, i)
+     ORDER BY e.i
     RETURNING version, position, recorded_at, xid
 ), notified AS (
     SELECT pg_notify('{NOTIFY_CHANNEL}', game_id) FROM command
@@ -679,11 +678,18 @@ class _Batch:
             "first_version": self.first_version,
             "last_version": self.last_version,
             "metadata": Jsonb(self.metadata),
-            "versions": list(range(self.first_version, self.last_version + 1)),
-            "types": [event.type for event in self.events],
-            "payloads": [Jsonb(event.payload) for event in self.events],
-            "prev_hashes": self.prev_hashes,
-            "hashes": self.hashes,
+            # One jsonb parameter for all the events: adapting it costs a fraction of five arrays.
+            "events": Jsonb(
+                [
+                    {
+                        "type": event.type,
+                        "payload": event.payload,
+                        "prev_hash": prev.hex(),
+                        "hash": digest.hex(),
+                    }
+                    for event, prev, digest in zip(self.events, self.prev_hashes, self.hashes, strict=True)
+                ]
+            ),
         }
 
     def result(self, returned: list[tuple[Any, ...]]) -> AppendResult:

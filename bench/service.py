@@ -1,0 +1,1011 @@
+"""Service throughput and latency on one PostgreSQL, side by side with what the database itself can do.
+
+    python bench/service.py [--seconds 8] [--fill 1000000] [--latency-runs 2] [--database-url URL] [--json]
+
+Everything runs in one go on the same PostgreSQL server, in a fresh database ``uno_bench_<random>`` (and
+``uno_bench_<random>_empty`` for the empty store of (d)) that the script creates and drops, also on
+Ctrl-C or failure; the servers it starts are stopped likewise. Each figure is printed next to its
+baseline and target:
+
+(a) **The ceiling: pgbench.** ``pgbench -n -M prepared -f append.sql -c N -j N -T s`` at 1 and 8 clients,
+    where ``append.sql`` is the store's own write statement (one statement, so one transaction and one
+    round trip, as :meth:`EventStore.append` sends it): the command row, two event rows (jsonb payloads
+    and metadata of the service's sizes, bytea hashes) and ``pg_notify``, into the *real* tables with
+    every trigger on. Each client appends to a stream of its own (``:client_id``), its version kept in a
+    pgbench variable that persists across transactions; the hashes are ``sha256(game/version)``, so a
+    row's ``prev_hash`` is its predecessor's ``hash`` and the insert trigger's checks pass and cost
+    what they cost the service.
+(b) **The store alone.** :meth:`EventStore.append` in a loop, from 1 and from 8 tasks (one game each),
+    appending the commands of games simulated by the rules engine (mostly 2 events, a few 3 or 4), with
+    ``prev_hash`` passed from the previous result as the command handler does.
+(c) **End to end.** Bot players (the bots of ``service.api.client_bots``, as real gRPC clients) against
+    ``uno-audit serve`` in a subprocess, so clients and server do not share an event loop, with 1, 8 and
+    64 games in flight: classic, 4 players, matches to ``TARGET_SCORE`` points, fixed seed, games
+    started anew as they end. A command is an accepted game command (the bots' CreateGame and GetGame
+    calls are made but not counted; their number per command is shown); its latency is the client's,
+    from sending to the reply. The same loads against a server in this process (``start_server``, one
+    event loop with the clients) are shown for comparison. **(c2)** then paces commands to half of the
+    best rate measured (one shared pacer spacing the sends evenly, at the concurrency that reached the
+    best rate) and reports their p99.
+(d) **A full store.** The p50/p99 of the commands of 1 game at a time (bots, as in (c), against a fresh
+    ``uno-audit serve``) on an empty store, measured first, before anything else ran; then the store
+    under test (which by now holds the events of (a)–(c)) gets ``--fill`` more events and the same
+    measurement runs on it. The fill writes whole games — games, seats, commands and events rows, with
+    contiguous versions and ``chain_hash`` hashes, copied from games simulated by the rules engine —
+    by ``COPY`` in one transaction with all triggers on, so every row passed the checks an appended one
+    passes (about 40 s per million events on 2 cores; no trigger is disabled). Then ``VACUUM ANALYZE``
+    and ``CHECKPOINT`` (done before the empty-store run as well), so no run meets a pending
+    autovacuum or checkpoint. With ``--latency-runs`` above 1 the later runs alternate between the full
+    store and the empty one (a database of its own that only (d) writes to), so a change in the
+    machine's load meets both alike; each side's latencies are pooled.
+
+For every load the CPU time used per operation is shown as well, per process (read from ``/proc``): the
+bench (client) process, the server subprocess, and PostgreSQL (the backends of this run's databases
+and the server's shared helpers, see :func:`cpu_between`).
+
+Targets: end to end ≥ 0.5 × pgbench at the same concurrency (64 games against the best pgbench
+figure); p99 ≤ 10 ms at half the peak rate; latency with the full store ≤ 1.2 × empty (p50 and p99).
+Each load is measured for ``--seconds`` after a warm-up of ``WARMUP_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import glob
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import grpc  # noqa: E402
+import psycopg  # noqa: E402
+import structlog  # noqa: E402
+from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
+from psycopg import sql  # noqa: E402
+from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
+
+from service.api.client_bots import LoadSummary, _Table  # noqa: E402
+from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
+from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
+from service.api.handler import stored_form  # noqa: E402
+from service.api.server import start_server  # noqa: E402
+from service.codec import canonical  # noqa: E402
+from service.rules.options import Variant, make_options  # noqa: E402
+from service.rules.simulate import play_game  # noqa: E402
+from service.store import GENESIS_HASH, EventStore, NewEvent, chain_hash  # noqa: E402
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+PGBENCH = "pgbench"
+PLAYERS = 4
+TARGET_SCORE = 50  # bots' matches: usually one round (a few hundred commands)
+SEED = 2024
+WARMUP_SECONDS = 1.0
+CONCURRENCIES = (1, 8, 64)
+PGBENCH_CLIENTS = (1, 8)
+STORE_TASKS = (1, 8)
+TEMPLATE_GAMES = 16
+
+E2E_VS_PGBENCH = 0.5  # end to end ≥ this × pgbench TPS at the same concurrency
+P99_AT_HALF_PEAK_MS = 10.0
+FULL_VS_EMPTY = 1.2  # latency with the filled store ≤ this × empty store
+
+# The sizes of the service's events: a play and the prompt that follows (see a stored game).
+PLAYED = '{"uno": false, "card": "R7", "colour": null, "player": 1, "target": null, "discarded": []}'
+PROMPTED = '{"player": 2, "pointer": null, "awaiting": "play", "new_turn": true}'
+
+# The store's write statement (service/store/store.py, _APPEND) with the events spelt out: one
+# statement, hence one transaction. Versions :v-1 and :v; hashes sha256(game/version).
+PGBENCH_SCRIPT = """\\set v :v + 2
+WITH command AS (
+    INSERT INTO commands (command_id, game_id, request_sha256, first_version, last_version)
+    VALUES ('pgb-' || :run || '-' || :client_id || '-' || :v, 'pgb-' || :run || '-' || :client_id,
+            sha256(convert_to('request/' || :run || '/' || :client_id || '/' || :v, 'UTF8')), :v - 1, :v)
+    ON CONFLICT (command_id) DO NOTHING
+    RETURNING game_id
+), appended AS (
+    INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
+    SELECT command.game_id, e.version, e.type, e.payload::jsonb,
+           jsonb_build_object('actor', :client_id % 4, 'command', 'Play',
+                              'command_id', 'pgb-' || :run || '-' || :client_id || '-' || :v),
+           sha256(convert_to(command.game_id || '/' || (e.version - 1), 'UTF8')),
+           sha256(convert_to(command.game_id || '/' || e.version, 'UTF8'))
+      FROM command,
+           (VALUES (:v - 1, 'CardPlayed', :played), (:v, 'Prompted', :prompted)) AS e(version, type, payload)
+     ORDER BY e.version
+    RETURNING version, position, recorded_at, xid
+), notified AS (
+    SELECT pg_notify('uno_events', game_id) FROM command
+)
+SELECT a.position, a.recorded_at, a.xid::text::bigint FROM appended a, notified ORDER BY a.version;
+"""
+
+# Child processes (servers, pgbench) still running; main() ends them whatever happens.
+_children: list[subprocess.Popen[bytes]] = []
+
+
+# --- figures ----------------------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The ``p``-th percentile, nearest rank (as ``LoadSummary.percentile``)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+@dataclass(slots=True)
+class Figure:
+    """One measured load: how many operations in how long, and their latencies."""
+
+    operations: int
+    seconds: float
+    latencies_ms: list[float] = field(repr=False)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        return self.operations / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operations": self.operations,
+            "seconds": round(self.seconds, 3),
+            "per_second": round(self.rate, 1),
+            "p50_ms": round(percentile(self.latencies_ms, 50), 3),
+            "p99_ms": round(percentile(self.latencies_ms, 99), 3),
+            **self.extra,
+        }
+
+
+class Window:
+    """Counts what completes inside the measuring window (after the warm-up) and paces sends if asked."""
+
+    def __init__(self, seconds: float, rate: float | None = None) -> None:
+        self.start = time.perf_counter() + WARMUP_SECONDS
+        self.end = self.start + seconds
+        self.seconds = seconds
+        self.latencies_ms: list[float] = []
+        self.other_calls = 0  # calls that are not measured operations (CreateGame, GetGame)
+        self._interval = 1.0 / rate if rate else 0.0
+        self._next_slot = 0.0
+
+    async def pace(self) -> None:
+        """Wait for this send's slot: sends are spaced ``1/rate`` apart, whoever sends."""
+        if not self._interval:
+            return
+        now = time.perf_counter()
+        slot = max(now, self._next_slot)
+        self._next_slot = slot + self._interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+    def record(self, started: float, ended: float) -> None:
+        if self.start <= ended < self.end:
+            self.latencies_ms.append((ended - started) * 1000)
+
+    def record_other(self) -> None:
+        if self.start <= time.perf_counter() < self.end:
+            self.other_calls += 1
+
+    def figure(self, **extra: Any) -> Figure:
+        return Figure(len(self.latencies_ms), self.seconds, self.latencies_ms, dict(extra))
+
+
+async def run_for(
+    window: Window, workers: Sequence[Callable[[], Coroutine[Any, Any, None]]], processes: dict[str, int]
+) -> dict[str, float]:
+    """Run the workers until the window closes, then cancel them; a worker's failure is raised.
+
+    Returns the CPU seconds that ``processes`` (and PostgreSQL) used in the window.
+    """
+    cpu = asyncio.create_task(cpu_between(window.start, window.end, processes))
+    tasks = [asyncio.create_task(worker()) for worker in workers]
+    try:
+        done, _ = await asyncio.wait(
+            tasks, timeout=window.end - time.perf_counter(), return_when=asyncio.FIRST_EXCEPTION
+        )
+        for task in done:
+            task.result()  # a worker only ends by failing
+        return await cpu  # the load goes on until the last reading
+    finally:
+        cpu.cancel()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, cpu, return_exceptions=True)
+
+
+# --- CPU used, per process, while a window is open ------------------------------------------------------
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) the process has used so far; 0 where unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+# PostgreSQL's shared helpers, counted with the backends of our databases (process titles).
+_PG_BACKGROUND = ("checkpointer", "background writer", "walwriter", "autovacuum launcher", "archiver")
+_databases: set[str] = set()  # the databases this run created: their backends' CPU is ours
+
+
+def _ours(title: str) -> bool:
+    words = title.replace("\0", " ").split()
+    if not words or not words[0].startswith("postgres"):
+        return False
+    if "-D" in words:  # the postmaster
+        return True
+    text = " ".join(words)
+    return any(name in words for name in _databases) or any(f": {b}" in text for b in _PG_BACKGROUND)
+
+
+def _snapshot(processes: dict[str, int]) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the named processes, and of each PostgreSQL process working for us."""
+    snapshot = {name: {pid: _cpu(pid)} for name, pid in processes.items()}
+    postgres: dict[int, float] = {}
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    if (entry / "comm").read_text().strip() == "postgres" and _ours(
+                        (entry / "cmdline").read_text(errors="replace")
+                    ):
+                        postgres[int(entry.name)] = _cpu(int(entry.name))
+    snapshot["postgres"] = postgres
+    return snapshot
+
+
+async def cpu_between(start: float, end: float, processes: dict[str, int]) -> dict[str, float]:
+    """CPU seconds each process (and PostgreSQL) used between ``start`` and ``end``.
+
+    PostgreSQL's figure adds up the backends of this run's databases (a backend started within the
+    span counts from its start; one that ends within it takes its CPU with it) and the shared helpers
+    (checkpointer, background writer, WAL writer, autovacuum launcher), which other work on the
+    machine may keep busy too.
+    """
+    await asyncio.sleep(max(0.0, start - time.perf_counter()))
+    before = await asyncio.to_thread(_snapshot, processes)
+    await asyncio.sleep(max(0.0, end - time.perf_counter()))
+    after = await asyncio.to_thread(_snapshot, processes)
+    return {
+        name: sum(max(0.0, used - before[name].get(pid, 0.0)) for pid, used in pids.items())
+        for name, pids in after.items()
+    }
+
+
+def cpu_figures(cpu: dict[str, float], seconds: float, operations: float) -> dict[str, Any]:
+    """CPU per operation (ms) and cores kept busy, per process."""
+    return {
+        "cpu_ms_per_op": {
+            name: round(used / operations * 1000, 3) if operations else None for name, used in cpu.items()
+        },
+        "cores_busy": {name: round(used / seconds, 2) for name, used in cpu.items()},
+    }
+
+
+# --- the database -----------------------------------------------------------------------------------------
+
+
+def database_url(server_url: str, name: str) -> str:
+    params = conninfo_to_dict(server_url)
+    params["dbname"] = name
+    return make_conninfo("", **params)
+
+
+def create_database(server_url: str, name: str) -> None:
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def drop_database(server_url: str, name: str) -> None:
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+async def settle(url: str) -> None:
+    """VACUUM ANALYZE the store's tables and CHECKPOINT, so no later run meets either half done."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("VACUUM (ANALYZE) games, seats, game_secrets, commands, events")
+        await conn.execute("CHECKPOINT")
+
+
+async def count_events(url: str) -> int:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        row = await (await conn.execute("SELECT count(*) FROM events")).fetchone()
+        return int(row[0]) if row else 0
+
+
+# --- simulated games: the events the store benchmarks append and the fill copies --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A game as the service would store it: its creation event, then each command's events."""
+
+    created: NewEvent
+    commands: list[tuple[str, list[NewEvent]]]
+
+    @property
+    def events(self) -> int:
+        return 1 + sum(len(events) for _, events in self.commands)
+
+
+def templates(count: int, seed: int) -> list[Template]:
+    options = make_options(Variant.CLASSIC, {"target_score": TARGET_SCORE * 2})
+    made = []
+    for index in range(count):
+        game = play_game(Variant.CLASSIC, PLAYERS, seed + index, options=options, checks=False)
+        commands = [
+            (type(command).__name__, [stored_form(e) for e in events]) for command, events in game.steps
+        ]
+        made.append(Template(stored_form(game.events[0]), commands))
+    return made
+
+
+# --- (a) pgbench ------------------------------------------------------------------------------------------
+
+
+async def pgbench(url: str, clients: int, seconds: float, workdir: Path) -> Figure:
+    """TPS and per-transaction latency of the store's append statement at ``clients`` clients."""
+    run = clients  # one set of games per run
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn, conn.transaction():
+        for client in range(clients):
+            game = f"pgb-{run}-{client}"
+            await conn.execute(
+                "INSERT INTO games (game_id, variant, players) VALUES (%s, 'classic', %s::jsonb)",
+                (game, json.dumps([f"p{i + 1}" for i in range(PLAYERS)])),
+            )
+            await conn.execute(
+                "INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash) "
+                "VALUES (%s, 1, 'GameCreated', '{}', '{}', %s, sha256(convert_to(%s, 'UTF8')))",
+                (game, GENESIS_HASH, f"{game}/1"),
+            )
+    script = workdir / "append.sql"
+    script.write_text(PGBENCH_SCRIPT)
+    prefix = workdir / f"latency-{clients}"
+    command = [
+        PGBENCH, "-n", "-M", "prepared", "-f", str(script), "-c", str(clients), "-j", str(clients),
+        "-T", str(max(1, round(seconds))), "-D", "v=1", "-D", f"run={run}", "-D", f"played={PLAYED}",
+        "-D", f"prompted={PROMPTED}", "-l", f"--log-prefix={prefix}", url,
+    ]  # fmt: skip
+    duration = max(1, round(seconds))
+    measured: dict[str, float] = {}
+
+    async def probe(pid: int) -> None:
+        now = time.perf_counter()
+        measured.update(await cpu_between(now + 0.5, now + duration - 0.25, {"pgbench": pid}))
+
+    output = await _run(command, probe)
+    tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", output)
+    failed = re.search(r"number of failed transactions: (\d+)", output)
+    if tps is None:
+        raise RuntimeError(f"pgbench printed no TPS:\n{output}")
+    latencies: list[float] = []
+    for log in glob.glob(f"{prefix}.*"):
+        with open(log) as lines:
+            latencies.extend(int(line.split()[2]) / 1000 for line in lines)
+    rate = float(tps.group(1))
+    figure = Figure(
+        round(rate * duration),
+        duration,
+        latencies,
+        {"tps": round(rate, 1), "failed": int(failed.group(1)) if failed else None},
+    )
+    if measured:
+        figure.extra.update(cpu_figures(measured, duration - 0.75, rate * (duration - 0.75)))
+    return figure
+
+
+async def _run(command: list[str], watch: Callable[[int], Coroutine[Any, Any, None]]) -> str:
+    """Run a child to its end (ending it if we are cancelled) while ``watch(pid)`` runs; its output.
+
+    Raises if the child failed.
+    """
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    _children.append(process)
+    watching = asyncio.create_task(watch(process.pid))
+    try:
+        out, _ = await asyncio.to_thread(process.communicate)
+        await watching
+    finally:
+        watching.cancel()
+        _end(process)
+    text = out.decode(errors="replace")
+    if process.returncode != 0:
+        raise RuntimeError(f"{command[0]} exited with {process.returncode}:\n{text}")
+    return text
+
+
+def _end(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    with contextlib.suppress(ValueError):
+        _children.remove(process)
+
+
+# --- (b) the store's append -------------------------------------------------------------------------------
+
+
+async def store_appends(url: str, tasks: int, seconds: float, games: Sequence[Template]) -> Figure:
+    """``EventStore.append`` of simulated games' commands from ``tasks`` tasks, one game each at a time."""
+    window = Window(seconds)
+    events = 0
+    store = await EventStore.open(url, max_size=max(10, tasks))
+    try:
+
+        async def worker(index: int) -> None:
+            nonlocal events
+            for turn in range(1_000_000):
+                game = games[(index + turn * tasks) % len(games)]
+                game_id, command_id = str(uuid.uuid4()), str(uuid.uuid4())
+                result = await store.create_game(
+                    game_id,
+                    variant="classic",
+                    players=[f"p{i + 1}" for i in range(PLAYERS)],
+                    tournament_id="",
+                    seed=secrets.token_bytes(32),
+                    seat_token_hashes=[secrets.token_bytes(32) for _ in range(PLAYERS)],
+                    command_id=command_id,
+                    request_hash=hashlib.sha256(command_id.encode()).digest(),
+                    events=[game.created],
+                    metadata={"command_id": command_id, "actor": "anyone", "command": "CreateGame"},
+                )
+                version, last_hash = result.last_version, result.last_hash
+                for name, new in game.commands:
+                    command_id = str(uuid.uuid4())
+                    started = time.perf_counter()
+                    result = await store.append(
+                        game_id,
+                        version,
+                        new,
+                        command_id=command_id,
+                        request_hash=hashlib.sha256(command_id.encode()).digest(),
+                        metadata={"command_id": command_id, "actor": 0, "command": name},
+                        prev_hash=last_hash,
+                    )
+                    ended = time.perf_counter()
+                    if window.start <= ended < window.end:
+                        events += len(new)
+                    window.record(started, ended)
+                    version, last_hash = result.last_version, result.last_hash
+
+        workers = [functools.partial(worker, i) for i in range(tasks)]
+        used = await run_for(window, workers, {"bench": os.getpid()})
+    finally:
+        await store.close()
+    figure = window.figure()
+    figure.extra.update(cpu_figures(used, seconds, figure.operations))
+    figure.extra["events_per_append"] = round(events / figure.operations, 2) if figure.operations else 0
+    return figure
+
+
+# --- (c) end to end ---------------------------------------------------------------------------------------
+
+
+class _TimedTable(_Table):
+    """A bots' table whose commands are paced and timed by a :class:`Window`."""
+
+    def __init__(
+        self, stub: pb_grpc.GameServiceStub, rng: random.Random, summary: LoadSummary, window: Window
+    ) -> None:
+        super().__init__(stub, rng, summary)
+        self.window = window
+
+    async def send(self, method: str, seat: int, request: object) -> pb.CommandReply | None:
+        await self.window.pace()
+        started = time.perf_counter()
+        reply = await super().send(method, seat, request)
+        if reply is not None:
+            self.window.record(started, time.perf_counter())
+        return reply
+
+    async def create(self, variant: Variant, players: int, target_score: int | None) -> pb.GameView:
+        view = await super().create(variant, players, target_score)
+        self.window.record_other()
+        return view
+
+    async def view_of(self, seat: int) -> pb.GameView:
+        view = await super().view_of(seat)
+        self.window.record_other()
+        return view
+
+
+async def bots(
+    address: str, games: int, seconds: float, *, rate: float | None = None, server_pid: int | None = None
+) -> Figure:
+    """Bots keep ``games`` games in flight for the window (each game followed by a new one).
+
+    CPU is counted for this process ("client", or "client+server" for a server in this process), the
+    server subprocess ``server_pid`` and PostgreSQL.
+    """
+    window = Window(seconds, rate)
+    processes = {"client": os.getpid()} if server_pid else {"client+server": os.getpid()}
+    if server_pid:
+        processes["server"] = server_pid
+    summary = LoadSummary()
+    seeds = random.Random(SEED)
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
+
+        async def worker(rng: random.Random) -> None:
+            while True:
+                table = _TimedTable(stub, random.Random(rng.getrandbits(64)), summary, window)
+                await table.play(Variant.CLASSIC, PLAYERS, TARGET_SCORE)
+
+        rngs = [random.Random(seeds.getrandbits(64)) for _ in range(games)]
+        used = await run_for(window, [functools.partial(worker, r) for r in rngs], processes)
+    figure = window.figure(rejected=summary.rejected)
+    figure.extra["other_calls_per_command"] = (
+        round(window.other_calls / figure.operations, 2) if figure.operations else None
+    )
+    figure.extra.update(cpu_figures(used, seconds, figure.operations))
+    return figure
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def served(url: str) -> Any:
+    """``uno-audit serve`` in a subprocess on a free port; yields its address; SIGTERM at the end."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the server has stopped
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--listen", address, "--database-url", url],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,  # one JSON log line per command, as in production, to nowhere
+        stderr=errors,
+        start_new_session=True,
+    )
+    _children.append(process)
+    try:
+        await _wait_serving(address, process, errors)
+        yield address, process.pid
+    finally:
+        await asyncio.to_thread(_end, process)
+        errors.close()
+
+
+async def _wait_serving(address: str, process: subprocess.Popen[bytes], errors: IO[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    async with grpc.aio.insecure_channel(address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                errors.seek(0)
+                raise RuntimeError(f"uno-audit serve exited:\n{errors.read().decode(errors='replace')}")
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"uno-audit serve did not serve on {address} within 60 s")
+
+
+@contextlib.asynccontextmanager
+async def in_process(url: str) -> Any:
+    """A server in this process (``start_server``), logging like ``serve`` but to nowhere."""
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        logger_factory=structlog.ReturnLoggerFactory(),  # rendered, then dropped
+        cache_logger_on_first_use=True,
+    )
+    running = await start_server(listen="127.0.0.1:0", database_url=url, admin_token=None)
+    try:
+        yield f"127.0.0.1:{running.port}"
+    finally:
+        await running.stop(grace=1.0)
+
+
+# --- (d) filling the store --------------------------------------------------------------------------------
+
+
+def _copy_text(value: str) -> str:
+    """A text value in COPY's text format."""
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _hex(digest: bytes) -> str:
+    return "\\\\x" + digest.hex()
+
+
+def _fill_rows(games: Sequence[Template], events: int) -> Iterator[tuple[str, str, str, str, str]]:
+    """Rows of whole games (games, seats, commands, events) in COPY text format, ≥ ``events`` events.
+
+    The hashes are :func:`chain_hash` of each event in its new game (the canonical form of each template
+    event is computed once; the first event of every template is checked against ``chain_hash``).
+    """
+    prepared = []
+    for game in games:
+        rows = []
+        for name, new in [("CreateGame", [game.created]), *game.commands]:
+            rows.append(
+                (
+                    name,
+                    [
+                        (
+                            e.type,
+                            _copy_text(json.dumps(e.payload, ensure_ascii=False)),
+                            canonical(e.type, e.payload),
+                        )
+                        for e in new
+                    ],
+                )
+            )
+        prepared.append(rows)
+    players = _copy_text(json.dumps([f"p{i + 1}" for i in range(PLAYERS)]))
+    written = 0
+    index = 0
+    while written < events:
+        template = prepared[index % len(prepared)]
+        game_id = str(uuid.uuid4())
+        prefix = game_id.encode() + b"\n"
+        games_row = f"{game_id}\tclassic\t{players}\t\n"
+        seats_rows = "".join(f"{game_id}\t{s}\t{_hex(secrets.token_bytes(32))}\n" for s in range(PLAYERS))
+        commands_rows: list[str] = []
+        events_rows: list[str] = []
+        prev = GENESIS_HASH
+        version = 0
+        for name, batch in template:
+            command_id = str(uuid.uuid4())
+            first = version + 1
+            actor = '"anyone"' if name == "CreateGame" else "0"
+            metadata = _copy_text(f'{{"actor": {actor}, "command": "{name}", "command_id": "{command_id}"}}')
+            for kind, payload, canon in batch:
+                version += 1
+                digest = hashlib.sha256(prev + prefix + str(version).encode() + b"\n" + canon).digest()
+                events_rows.append(
+                    f"{game_id}\t{version}\t{kind}\t{payload}\t{metadata}\t{_hex(prev)}\t{_hex(digest)}\n"
+                )
+                prev = digest
+            commands_rows.append(
+                f"{command_id}\t{game_id}\t{_hex(secrets.token_bytes(32))}\t{first}\t{version}\n"
+            )
+        if index < len(prepared):  # the shortcut above must be chain_hash itself
+            first_event = games[index].created
+            expected = chain_hash(GENESIS_HASH, game_id, 1, first_event.type, first_event.payload)
+            assert events_rows[0].endswith(_hex(expected) + "\n"), "fill hashes differ from chain_hash"
+        yield games_row, seats_rows, "".join(commands_rows), "".join(events_rows), str(version)
+        written += version
+        index += 1
+
+
+async def fill(url: str, events: int, games: Sequence[Template]) -> dict[str, Any]:
+    """Add whole games with at least ``events`` events by COPY, in one transaction, all triggers on.
+
+    The rows go in chunks of games, each chunk as four COPYs (games, seats, commands, events: the
+    foreign keys are checked at the end of each statement).
+    """
+    started = time.perf_counter()
+    tables = (
+        "games (game_id, variant, players, tournament_id)",
+        "seats (game_id, seat, token_sha256)",
+        "commands (command_id, game_id, request_sha256, first_version, last_version)",
+        "events (game_id, version, type, payload, metadata, prev_hash, hash)",
+    )
+    added = count = 0
+    async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
+        cursor = conn.cursor()
+        chunks: list[list[str]] = [[] for _ in tables]
+        pending = 0
+
+        async def flush() -> None:
+            for target, rows in zip(tables, chunks, strict=True):
+                async with cursor.copy(sql.SQL("COPY {} FROM STDIN").format(sql.SQL(target))) as copy:
+                    await copy.write("".join(rows))
+                rows.clear()
+
+        for *rows, version in _fill_rows(games, events):
+            for chunk, text in zip(chunks, rows, strict=True):
+                chunk.append(text)
+            added += int(version)
+            pending += int(version)
+            count += 1
+            if pending >= 50_000:
+                await flush()
+                pending = 0
+        if pending:
+            await flush()
+    return {
+        "games": count,
+        "events": added,
+        "seconds": round(time.perf_counter() - started, 1),
+        "method": "COPY of whole games (valid chains) in one transaction, all triggers on",
+    }
+
+
+# --- the whole run ----------------------------------------------------------------------------------------
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def pooled(figures: Sequence[Figure]) -> Figure:
+    """Several runs of one load as one figure (their latencies together), with each run's own figures."""
+    return Figure(
+        sum(f.operations for f in figures),
+        sum(f.seconds for f in figures),
+        [latency for f in figures for latency in f.latencies_ms],
+        {"runs": [{k: f.to_json()[k] for k in ("per_second", "p50_ms", "p99_ms")} for f in figures]},
+    )
+
+
+async def latency_run(url: str, seconds: float) -> Figure:
+    """Bots play 1 game at a time against a fresh ``uno-audit serve`` on the store at ``url``."""
+    async with served(url) as (address, pid):
+        return await bots(address, 1, seconds, server_pid=pid)
+
+
+async def run_all(
+    url: str, empty_url: str, seconds: float, fill_events: int, runs: int, workdir: Path
+) -> dict[str, Any]:
+    results: dict[str, Any] = {"seconds_per_measurement": seconds, "warmup_seconds": WARMUP_SECONDS}
+    for each in (url, empty_url):
+        store = await EventStore.open(each)
+        try:
+            await store.migrate()
+        finally:
+            await store.close()
+        await settle(each)
+    games = templates(TEMPLATE_GAMES, SEED)
+
+    # (d) starts on the empty store; its later runs alternate with those on the full store (see below).
+    _say("(d) command latency, 1 game, empty store ...")
+    empty = [await latency_run(empty_url, seconds)]
+
+    results["pgbench"] = {}
+    for clients in PGBENCH_CLIENTS:
+        _say(f"(a) pgbench, {clients} client(s) ...")
+        results["pgbench"][str(clients)] = (await pgbench(url, clients, seconds, workdir)).to_json()
+
+    results["store_append"] = {}
+    for tasks in STORE_TASKS:
+        _say(f"(b) EventStore.append, {tasks} task(s) ...")
+        results["store_append"][str(tasks)] = (await store_appends(url, tasks, seconds, games)).to_json()
+
+    results["e2e_subprocess"] = {}
+    async with served(url) as (address, pid):
+        for count in CONCURRENCIES:
+            _say(f"(c) end to end, uno-audit serve subprocess, {count} game(s) ...")
+            figure = await bots(address, count, seconds, server_pid=pid)
+            results["e2e_subprocess"][str(count)] = figure.to_json()
+        best = max(CONCURRENCIES, key=lambda c: results["e2e_subprocess"][str(c)]["per_second"])
+        rate = results["e2e_subprocess"][str(best)]["per_second"] / 2
+        _say(f"(c2) end to end at half the peak rate ({rate:.0f} commands/s, {best} games) ...")
+        half = await bots(address, best, seconds, rate=rate, server_pid=pid)
+    results["half_peak"] = {**half.to_json(), "target_rate": round(rate, 1), "games": best}
+
+    results["e2e_in_process"] = {}
+    async with in_process(url) as address:
+        for count in CONCURRENCIES:
+            _say(f"(c) end to end, server in this process, {count} game(s) ...")
+            results["e2e_in_process"][str(count)] = (await bots(address, count, seconds)).to_json()
+
+    before = await count_events(url)
+    _say(f"(d) filling the store with {fill_events:,} events (it holds {before:,}) ...")
+    results["fill"] = await fill(url, fill_events, games)
+    started = time.perf_counter()
+    await settle(url)
+    results["fill"]["settle_seconds"] = round(time.perf_counter() - started, 1)
+    results["fill"]["events_stored"] = await count_events(url)
+    # The rest of (d) alternates full and empty store (F E F E ...), so a change in the machine's load
+    # meets both alike; each side's latencies are pooled over its runs.
+    full: list[Figure] = []
+    for turn in range(runs):
+        _say(f"(d) command latency, 1 game, {results['fill']['events_stored']:,} events stored ...")
+        full.append(await latency_run(url, seconds))
+        if turn < runs - 1:
+            _say("(d) command latency, 1 game, empty store ...")
+            empty.append(await latency_run(empty_url, seconds))
+    results["latency_empty"] = pooled(empty).to_json()
+    results["latency_full"] = pooled(full).to_json()
+    return results
+
+
+# --- the report -------------------------------------------------------------------------------------------
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def report(results: dict[str, Any]) -> str:
+    pg = results["pgbench"]
+    best_pg = max(figure["tps"] for figure in pg.values())
+    lines = [
+        f"uno-audit service benchmark — {results['seconds_per_measurement']:g} s per measurement "
+        f"after {results['warmup_seconds']:g} s warm-up; latencies in ms",
+        "",
+        f"{'measurement':<44}{'per s':>9}{'p50':>8}{'p99':>8}   baseline / target",
+        "-" * 110,
+    ]
+
+    def row(name: str, figure: dict[str, Any], note: str) -> None:
+        lines.append(
+            f"{name:<44}{figure['per_second']:>9,.0f}{figure['p50_ms']:>8.2f}{figure['p99_ms']:>8.2f}"
+            f"   {note}"
+        )
+
+    for clients, figure in pg.items():
+        failed = f", {figure['failed']} failed" if figure.get("failed") else ""
+        row(f"(a) pgbench append txn, {clients} client(s)", figure, f"the ceiling (TPS){failed}")
+    for tasks, figure in results["store_append"].items():
+        base = pg.get(tasks, {}).get("tps", best_pg)
+        row(
+            f"(b) EventStore.append, {tasks} task(s)",
+            figure,
+            f"{figure['per_second'] / base:.2f} × pgbench {tasks} "
+            f"({figure['events_per_append']} events/append)",
+        )
+    for count, figure in results["e2e_subprocess"].items():
+        base = pg[count]["tps"] if count in pg else best_pg
+        against = f"pgbench {count}" if count in pg else "best pgbench"
+        ratio = figure["per_second"] / base
+        row(
+            f"(c) gRPC commands, serve subprocess, {count} game(s)",
+            figure,
+            f"{ratio:.2f} × {against} {base:,.0f}; target ≥ {E2E_VS_PGBENCH} × → "
+            f"{_verdict(ratio >= E2E_VS_PGBENCH)}",
+        )
+    half = results["half_peak"]
+    row(
+        f"(c2) at half peak ({half['target_rate']:,.0f}/s, {half['games']} games)",
+        half,
+        f"p99 target ≤ {P99_AT_HALF_PEAK_MS:g} ms → {_verdict(half['p99_ms'] <= P99_AT_HALF_PEAK_MS)}",
+    )
+    for count, figure in results["e2e_in_process"].items():
+        row(f"    same, server in the bench process, {count}", figure, "for comparison (shares the loop)")
+    empty, full = results["latency_empty"], results["latency_full"]
+    stored = results["fill"]["events_stored"]
+    row("(d) 1 game, empty store", empty, "the baseline")
+    p50_ratio = full["p50_ms"] / empty["p50_ms"] if empty["p50_ms"] else float("inf")
+    p99_ratio = full["p99_ms"] / empty["p99_ms"] if empty["p99_ms"] else float("inf")
+    row(
+        f"(d) 1 game, {stored:,} events stored",
+        full,
+        f"p50 {p50_ratio:.2f} ×, p99 {p99_ratio:.2f} × empty; target ≤ {FULL_VS_EMPTY} × → "
+        f"{_verdict(max(p50_ratio, p99_ratio) <= FULL_VS_EMPTY)}",
+    )
+    filled = results["fill"]
+
+    def runs(figure: dict[str, Any]) -> str:
+        return ", ".join(f"{run['p50_ms']:.2f}/{run['p99_ms']:.2f}" for run in figure["runs"])
+
+    lines += [
+        "-" * 110,
+        f"(d) p50/p99 of each run: empty {runs(empty)}; full {runs(full)} (runs alternate after the fill)",
+        f"fill: {filled['events']:,} events in {filled['games']:,} games, {filled['seconds']} s "
+        f"({filled['method']}); VACUUM ANALYZE + CHECKPOINT {filled['settle_seconds']} s",
+        "",
+        "CPU per operation in ms (cores kept busy); postgres = our backends + checkpointer, WAL writer…",
+    ]
+    measured = [
+        *((f"(a) pgbench, {n} client(s)", f) for n, f in pg.items()),
+        *((f"(b) EventStore.append, {n} task(s)", f) for n, f in results["store_append"].items()),
+        *((f"(c) serve subprocess, {n} game(s)", f) for n, f in results["e2e_subprocess"].items()),
+        ("(c2) at half peak", half),
+        *((f"(c) server in the bench process, {n}", f) for n, f in results["e2e_in_process"].items()),
+    ]
+    for name, figure in measured:
+        if "cpu_ms_per_op" in figure:
+            used = "  ".join(
+                f"{process} {ms:.3f} ({figure['cores_busy'][process]:.2f})"
+                for process, ms in figure["cpu_ms_per_op"].items()
+                if ms is not None
+            )
+            other = figure.get("other_calls_per_command")
+            calls = f"  [+{other:.2f} CreateGame/GetGame per command]" if other is not None else ""
+            lines.append(f"  {name:<42}{used}{calls}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="service throughput and latency vs pgbench, one run")
+    parser.add_argument("--seconds", type=float, default=8.0, help="length of each measurement (default 8)")
+    parser.add_argument(
+        "--fill", type=int, default=1_000_000, help="events to add before the last latency run (default 1M)"
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL),
+        help=f"a PostgreSQL server as a superuser's URL (default {DEFAULT_URL}); the script creates and "
+        "drops a database uno_bench_<random> there",
+    )
+    parser.add_argument(
+        "--latency-runs",
+        type=int,
+        default=2,
+        help="runs of (d) on each store, alternating after the fill (default 2)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    args = parser.parse_args(argv)
+    if shutil.which(PGBENCH) is None:
+        parser.error("pgbench is not on PATH (Debian: apt-get install postgresql-client)")
+
+    if args.latency_runs < 1:
+        parser.error("--latency-runs must be at least 1")
+    name = f"uno_bench_{secrets.token_hex(4)}"
+    names = (name, f"{name}_empty")  # the store under test, and the empty store of (d)
+    _databases.update(names)
+    created = []
+    try:
+        for each in names:
+            create_database(args.database_url, each)
+            created.append(each)
+        _say(f"databases {', '.join(names)} created")
+        with tempfile.TemporaryDirectory(prefix="uno-bench-") as workdir:
+            results = asyncio.run(
+                run_all(
+                    database_url(args.database_url, names[0]),
+                    database_url(args.database_url, names[1]),
+                    args.seconds,
+                    args.fill,
+                    args.latency_runs,
+                    Path(workdir),
+                )
+            )
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    finally:
+        for process in list(_children):
+            _end(process, grace=5.0)
+        for each in created:
+            drop_database(args.database_url, each)
+        if created:
+            _say(f"databases {', '.join(created)} dropped")
+    results["database"] = "PostgreSQL " + _server_version(args.database_url)
+    print(json.dumps(results) if args.json else report(results))
+    return 0
+
+
+def _server_version(server_url: str) -> str:
+    with psycopg.connect(server_url) as conn:
+        return str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
