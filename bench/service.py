@@ -84,7 +84,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from service.api.client_bots import LoadSummary, _Table  # noqa: E402
+from service.api.client_bots import BotTable, LoadSummary  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.handler import stored_form  # noqa: E402
@@ -514,7 +514,7 @@ async def store_appends(url: str, tasks: int, seconds: float, games: Sequence[Te
 # --- (c) end to end ---------------------------------------------------------------------------------------
 
 
-class _TimedTable(_Table):
+class _TimedTable(BotTable):
     """A bots' table whose commands are paced and timed by a :class:`Window`."""
 
     def __init__(

@@ -64,7 +64,7 @@ def _auth(token: str) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {token}"),)
 
 
-class _Table:
+class BotTable:
     """One game played by bots over a channel."""
 
     def __init__(self, stub: pb_grpc.GameServiceStub, rng: random.Random, summary: LoadSummary) -> None:
@@ -207,7 +207,7 @@ async def run_bots(
 
         async def one(game_seed: int) -> None:
             async with gate:
-                await _Table(stub, random.Random(game_seed), summary).play(variant, players, target_score)
+                await BotTable(stub, random.Random(game_seed), summary).play(variant, players, target_score)
                 summary.games += 1
 
         started = time.perf_counter()

@@ -17,6 +17,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import grpc
+
 from service.codec import decode_event, encode_event
 from service.rules.commands import Command, CreateGame
 from service.rules.decide import CommandError, create, execute
@@ -36,6 +38,8 @@ from . import errors
 from .auth import new_token, token_hash
 
 MAX_ATTEMPTS = 8
+#: The request field behind each command field the rules engine may find out of range.
+_FIELDS = {"player": "header.as_seat", "target": "target", "dealer": "dealer"}
 
 
 @dataclass(slots=True)
@@ -58,6 +62,8 @@ class Outcome:
     state: State
     duplicate: bool
     tournament_id: str
+    #: The version ``state`` is at when it is not ``version``: a duplicate is answered with today's state.
+    state_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,8 @@ class CommandHandler:
     def _apply(self, loaded: Loaded, events: Sequence[StoredEvent]) -> None:
         state = loaded.state
         for stored in events:
+            if stored.version <= loaded.version:
+                continue  # a command of this server applied it while the read was under way
             state = evolve(state, decode_event(stored.type, stored.payload))
             loaded.version, loaded.last_hash = stored.version, stored.hash
         loaded.state = state
@@ -165,13 +173,16 @@ class CommandHandler:
                 metadata=metadata,
             )
         except CommandReused as reused:
+            # Every creation draws a new game id, so a retry of a creation reaches the store as a reuse.
+            seen = await self.store.command(command_id)
+            if seen is not None and seen[1] == request_hash:
+                raise errors.ApiError(
+                    grpc.StatusCode.ALREADY_EXISTS,
+                    "this command id already created a game; its seat tokens were shown once, not again",
+                    "GAME_EXISTS",
+                    game_id=seen[0],
+                ) from None
             raise errors.invalid("command_id", f"already used for another request ({reused})") from None
-        if result.duplicate:
-            raise errors.invalid(
-                "command_id",
-                "this game was already created by that command id; its seat "
-                "tokens were shown once and are not repeated",
-            )
         loaded = Loaded(state, result.last_version, result.last_hash, tournament_id)
         self._remember(game_id, loaded)
         outcome = Outcome(game_id, result.last_version, result.events, state, False, tournament_id)
@@ -195,13 +206,16 @@ class CommandHandler:
             if expected_version is not None and expected_version != loaded.version:
                 loaded = await self.load(game_id)  # the cache may be behind; the client's word decides
                 if expected_version != loaded.version:
+                    earlier = await self._earlier(game_id, command_id, request_hash)
+                    if earlier is not None:  # a retry of a command that moved the game on
+                        return earlier
                     raise errors.aborted(
                         f"the game is at version {loaded.version}, not {expected_version}", loaded.version
                     )
             try:
                 outcome = execute(loaded.state, command)
             except CommandError as bad:
-                raise errors.invalid("seat", str(bad)) from None
+                raise errors.invalid(_FIELDS.get(bad.field, bad.field), str(bad)) from None
             if isinstance(outcome, Violation):
                 if attempt == 0:
                     # A retry of a command accepted earlier is answered with its first result; anything
@@ -234,7 +248,8 @@ class CommandHandler:
                 raise errors.invalid("command_id", f"already used for another request ({reused})") from None
             if result.duplicate:
                 return await self._replay(game_id, result)
-            loaded.state, loaded.version, loaded.last_hash = state, result.last_version, result.last_hash
+            if loaded.version < result.last_version:  # a concurrent read may have applied it already
+                loaded.state, loaded.version, loaded.last_hash = state, result.last_version, result.last_hash
             self._remember(game_id, loaded)
             return Outcome(game_id, result.last_version, result.events, state, False, loaded.tournament_id)
         raise errors.ApiError(
@@ -258,4 +273,6 @@ class CommandHandler:
             after_version=result.first_version - 1,
             limit=result.last_version - result.first_version + 1,
         )
-        return Outcome(game_id, result.last_version, events, loaded.state, True, loaded.tournament_id)
+        return Outcome(
+            game_id, result.last_version, events, loaded.state, True, loaded.tournament_id, loaded.version
+        )

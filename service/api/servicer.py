@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.rules import commands as cmd
 from service.rules.cards import Card, CardError, Colour
+from service.rules.events import Awaiting
 from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
 from service.store import EventStore
@@ -35,6 +37,7 @@ log = structlog.get_logger("uno_audit.api")
 Context = grpc.aio.ServicerContext[Any, Any]
 
 MAX_ID = 128
+SEAT_CACHE = 100_000
 MAX_PAGE = 500
 COLOURS = {c.value: c for c in Colour}
 
@@ -95,7 +98,7 @@ class GameService(pb_grpc.GameServiceServicer):
         self.handler = handler
         self.notifier = notifier
         self.admin_token_hash = admin_token_hash
-        self._seats: dict[tuple[str, bytes], int] = {}
+        self._seats: OrderedDict[tuple[str, bytes], int] = OrderedDict()  # (game, token hash) -> seat, LRU
 
     # --- callers ---------------------------------------------------------------------------------------
 
@@ -118,6 +121,8 @@ class GameService(pb_grpc.GameServiceServicer):
             if seat is None:
                 raise errors.unauthenticated("the token is not a seat token of this game")
             self._seats[key] = seat
+            if len(self._seats) > SEAT_CACHE:
+                self._seats.popitem(last=False)
         return Caller(seat=seat)
 
     @staticmethod
@@ -187,7 +192,13 @@ class GameService(pb_grpc.GameServiceServicer):
         return pb.CommandReply(
             version=outcome.version,
             events=[event_message(e, caller, players) for e in outcome.events],
-            view=game_view(outcome.game_id, outcome.state, outcome.version, caller, outcome.tournament_id),
+            view=game_view(
+                outcome.game_id,
+                outcome.state,
+                outcome.version if outcome.state_version is None else outcome.state_version,
+                caller,
+                outcome.tournament_id,
+            ),
             duplicate=outcome.duplicate,
         )
 
@@ -322,6 +333,7 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def ListGames(self, request: pb.ListGamesRequest, context: Context) -> pb.ListGamesReply:
         try:
+            self._server_caller(context)  # a malformed authorization header is refused here too
             size = request.page_size or 50
             if not 1 <= size <= MAX_PAGE:
                 raise errors.invalid("page_size", f"must be 1 to {MAX_PAGE}")
@@ -360,6 +372,8 @@ class GameService(pb_grpc.GameServiceServicer):
             return
         players = len(loaded.state.players)
         after = request.after_version
+        if loaded.state.awaiting is Awaiting.GAME_OVER and after >= loaded.version:
+            return  # a finished game has nothing more to stream (GameEnded is its last event)
         async with self.notifier.subscription(game_id) as woken:
             while True:
                 for event in await self.store.read_stream(game_id, after_version=after):

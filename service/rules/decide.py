@@ -80,7 +80,14 @@ _TARGET_RULE = MappingProxyType(
 
 
 class CommandError(ValueError):
-    """A malformed command (a seat that does not exist): bad input, not a rule violation."""
+    """A malformed command (a seat that does not exist): bad input, not a rule violation.
+
+    ``field`` names the command's field that is wrong (``player``, ``target``, ``dealer``).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def playable(card: Card, top: Card, colour: Colour | None) -> bool:
@@ -148,7 +155,7 @@ def check(state: State, command: Command) -> Violation | None:
     if kind is StartRound:
         return _check_start(state, command)  # type: ignore[arg-type]
     if kind is not Reshuffle and not 0 <= command.player < len(state.players):  # type: ignore[union-attr]
-        _seat(state, command.player)  # type: ignore[union-attr]
+        _seat(state, command.player, "player")  # type: ignore[union-attr]
     awaiting = state.awaiting
     if awaiting is Awaiting.GAME_OVER:
         return Violation(Rule.SCORE_MATCH, "the game is over")
@@ -157,9 +164,9 @@ def check(state: State, command: Command) -> Violation | None:
     return _CHECKS[kind](state, command)
 
 
-def _seat(state: State, seat: int | None) -> None:
+def _seat(state: State, seat: int | None, field: str) -> None:
     if seat is not None and not 0 <= seat < len(state.players):
-        raise CommandError(f"there is no seat {seat} (the game has {len(state.players)} players)")
+        raise CommandError(field, f"there is no seat {seat} (the game has {len(state.players)} players)")
 
 
 def _name(state: State, seat: int) -> str:
@@ -183,7 +190,7 @@ def _not_your_turn(state: State, seat: int) -> Violation | None:
 
 
 def _check_start(state: State, command: StartRound) -> Violation | None:
-    _seat(state, command.dealer)
+    _seat(state, command.dealer, "dealer")
     if state.awaiting is Awaiting.GAME_OVER:
         return Violation(Rule.SCORE_MATCH, "the game is over")
     if state.in_round():
@@ -241,7 +248,7 @@ def _expected_dealer(state: State) -> int | None:
 def _check_play(state: State, command: Play) -> Violation | None:
     player, card = command.player, command.card
     if command.target is not None:
-        _seat(state, command.target)
+        _seat(state, command.target, "target")
     awaiting = state.awaiting
     if player != state.turn or (awaiting is not Awaiting.PLAY and awaiting is not Awaiting.FOLLOW_UP):
         violation = _not_your_turn(state, player)
@@ -324,7 +331,7 @@ def _check_call(state: State, command: CallUno) -> Violation | None:
 
 def catch_reason(state: State, command: Catch) -> str | None:
     """Why a catch earns no penalty (``uno.catch.invalid``), or ``None`` when it does (``uno.catch``)."""
-    _seat(state, command.target)
+    _seat(state, command.target, "target")
     target = _name(state, command.target)
     if command.target == command.player:
         return f"{target} cannot catch themself"
@@ -358,7 +365,7 @@ def _check_accept(state: State, command: Accept) -> Violation | None:
 
 
 def _check_choose(state: State, command: Choose) -> Violation | None:
-    _seat(state, command.target)
+    _seat(state, command.target, "target")
     if state.awaiting is Awaiting.COLOUR:
         if command.player != state.turn:
             return Violation(Rule.TURN_ORDER, f"{_name(state, state.turn)} chooses the colour")

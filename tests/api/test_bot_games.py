@@ -1,0 +1,57 @@
+"""Complete bot games of every rule set over a real channel: nothing refused, games end, the log folds to
+what the server reports."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from service.api.client_bots import run_bots
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.api.views import VARIANTS
+from service.rules.options import Variant
+from service.store import EventStore
+
+from .support import ADMIN, assert_chain, assert_view_matches, folded
+
+pytestmark = pytest.mark.timeout(90)
+
+
+async def test_bots_finish_games_of_every_rule_set_and_the_log_folds_to_the_view(
+    address: str, stub: pb_grpc.GameServiceStub, store: EventStore
+) -> None:
+    # The four rule sets at once (one game each, to one point): the wall time is the longest game's.
+    variants = list(Variant)
+    summaries = await asyncio.gather(
+        *(
+            run_bots(address, games=1, variant=v, players=3, concurrency=1, seed=7, target_score=1)
+            for v in variants
+        )
+    )
+    for variant, summary in zip(variants, summaries, strict=True):
+        assert summary.rejected == 0, variant
+        assert summary.games == 1, variant
+        assert summary.rounds >= 1, variant
+        assert summary.commands > 0, variant
+
+    listed: pb.ListGamesReply = await stub.ListGames(pb.ListGamesRequest())
+    assert sorted(g.variant for g in listed.games) == sorted(VARIANTS[v] for v in variants)
+    for game in listed.games:
+        view: pb.GameView = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id), metadata=ADMIN)
+        name = pb.Variant.Name(game.variant)
+        assert view.awaiting == "game-over", name
+        assert 0 <= view.winner < 3, name
+        assert view.scores[view.winner] >= 1, name
+        assert view.version == game.version, name
+
+        state, events = await folded(store, game.game_id)
+        assert_chain(events)
+        assert events[-1].type == "GameEnded", name
+        assert_view_matches(view, state, len(events))
+        assert state.winner == view.winner
+        assert list(state.scores) == list(view.scores) == events[-1].payload["scores"], name
+        # The seed is revealed at the end and matches the pledge made in the first event.
+        assert events[-1].payload["seed"] == (await store.seed(game.game_id) or b"").hex(), name
+        assert events[0].payload["seed_sha256"] == view.seed_sha256, name

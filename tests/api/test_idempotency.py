@@ -1,0 +1,154 @@
+"""Idempotent retries: the same command id and request answer the first result and append nothing; the same
+command id with another request is INVALID_ARGUMENT naming ``command_id``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+
+from .support import (
+    ADMIN,
+    Game,
+    arranged_deck,
+    count_rows,
+    create_game,
+    error_info,
+    fails_with,
+    header,
+    new_id,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+# Seat 1 (left of dealer 0) starts on R5 with R1 to play; seat 2 holds no red card, Y1 and Y2 can follow.
+DECK = arranged_deck(
+    {0: ["B9"], 1: ["R1", "G3"], 2: ["Y1", "Y2", "G4", "G6", "B6", "B7", "B8"]},
+    "R5",
+    players=3,
+    then=["Y7", "Y8", "Y9"],
+)
+
+
+async def _started(stub: pb_grpc.GameServiceStub) -> Game:
+    game = await create_game(stub, fixed_deck=DECK, options={"dealer_selection": "given"})
+    view = game.reply.view
+    assert (view.awaiting, view.turn, view.top) == ("play", 1, "R5")
+    return game
+
+
+def _same_events(first: pb.CommandReply, again: pb.CommandReply) -> None:
+    assert again.version == first.version
+    assert [(e.position, e.version, e.type, e.payload) for e in again.events] == [
+        (e.position, e.version, e.type, e.payload) for e in first.events
+    ]
+    assert [e.recorded_at for e in again.events] == [e.recorded_at for e in first.events]
+
+
+@pytest.mark.parametrize("versioned", [False, True], ids=["no-expected-version", "expected-version"])
+async def test_a_retry_answers_the_first_result_and_appends_nothing(
+    versioned: bool, stub: pb_grpc.GameServiceStub, database_url: str
+) -> None:
+    game = await _started(stub)
+    expected = game.reply.version if versioned else None
+    play = pb.PlayRequest(header=header(game.game_id, expected_version=expected), card="R1")
+    first: pb.CommandReply = await stub.Play(play, metadata=game.seat(1))
+    assert not first.duplicate
+    assert first.events[0].type == "CardPlayed"
+    assert first.view.turn == 2
+    rows = await count_rows(database_url)
+
+    again: pb.CommandReply = await stub.Play(play, metadata=game.seat(1))
+    assert again.duplicate
+    _same_events(first, again)
+    assert await count_rows(database_url) == rows
+
+    # The game moves on (seat 2 plays); the retry still answers the first result.
+    moved: pb.CommandReply = await stub.Play(
+        pb.PlayRequest(header=header(game.game_id), card="Y1"), metadata=game.seat(2)
+    )
+    rows = await count_rows(database_url)
+    late: pb.CommandReply = await stub.Play(play, metadata=game.seat(1))
+    assert late.duplicate
+    _same_events(first, late)
+    assert late.view.version == moved.version  # the view is the game as it is now
+    assert await count_rows(database_url) == rows
+
+
+async def test_concurrent_copies_of_one_command_append_once(
+    stub: pb_grpc.GameServiceStub, database_url: str
+) -> None:
+    game = await _started(stub)
+    rows = await count_rows(database_url)
+    draw = pb.DrawRequest(header=header(game.game_id))
+    replies = await asyncio.gather(*(stub.Draw(draw, metadata=game.seat(1)) for _ in range(8)))
+    assert sum(not r.duplicate for r in replies) == 1
+    for reply in replies:
+        _same_events(replies[0], reply)
+    after = await count_rows(database_url)
+    assert after["events"] == rows["events"] + len(replies[0].events)
+    assert after["commands"] == rows["commands"] + 1
+
+
+async def test_one_command_id_for_another_request_is_invalid(
+    stub: pb_grpc.GameServiceStub, database_url: str
+) -> None:
+    game = await _started(stub)
+    play = pb.PlayRequest(header=header(game.game_id), card="R1")
+    await stub.Play(play, metadata=game.seat(1))
+    rows = await count_rows(database_url)
+    reused = pb.CommandHeader(game_id=game.game_id, command_id=play.header.command_id)
+
+    # Legal in itself (seat 2 may play Y1 now), but the id already names another request.
+    await fails_with(
+        stub.Play(pb.PlayRequest(header=reused, card="Y1"), metadata=game.seat(2)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="command_id",
+    )
+    # Illegal as well (seat 1 is not on turn): the reuse is still what is reported.
+    await fails_with(
+        stub.Draw(pb.DrawRequest(header=reused), metadata=game.seat(1)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="command_id",
+    )
+    # The same body as another RPC is another request too.
+    same_header = pb.CommandHeader(game_id=game.game_id, command_id=new_id())
+    await stub.Draw(pb.DrawRequest(header=same_header), metadata=game.seat(2))
+    await fails_with(
+        stub.Pass(pb.PassRequest(header=same_header), metadata=game.seat(2)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="command_id",
+    )
+    # Another game.
+    other = await _started(stub)
+    rows = await count_rows(database_url)
+    await fails_with(
+        stub.Play(
+            pb.PlayRequest(
+                header=pb.CommandHeader(game_id=other.game_id, command_id=reused.command_id), card="R1"
+            ),
+            metadata=other.seat(1),
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="command_id",
+    )
+    assert await count_rows(database_url) == rows
+
+
+async def test_a_create_game_retry_creates_nothing(stub: pb_grpc.GameServiceStub, database_url: str) -> None:
+    request = pb.CreateGameRequest(command_id=new_id(), variant=pb.SONIC, players=["a", "b"])
+    first = await stub.CreateGame(request)
+    rows = await count_rows(database_url)
+    # The seat tokens were shown once and are not shown again: the retry is told which game its command
+    # created (ALREADY_EXISTS with the game id), and nothing is created.
+    error = await fails_with(stub.CreateGame(request), grpc.StatusCode.ALREADY_EXISTS, reason="GAME_EXISTS")
+    assert error_info(error).metadata["game_id"] == first.game_id
+    other = pb.CreateGameRequest(command_id=request.command_id, variant=pb.CLASSIC, players=["a", "b"])
+    await fails_with(stub.CreateGame(other), grpc.StatusCode.INVALID_ARGUMENT, field="command_id")
+    assert await count_rows(database_url) == rows
+    listed = await stub.ListGames(pb.ListGamesRequest(), metadata=ADMIN)
+    assert len(listed.games) == 1

@@ -1,0 +1,103 @@
+"""WatchGame: the events after a version, in order, then live ones as they are appended, until GameEnded."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.store import EventStore
+
+from .support import ADMIN, Metadata, create_scripted, header, payload, play_script
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def _collect(
+    stub: pb_grpc.GameServiceStub, game_id: str, after: int, metadata: Metadata | None = None
+) -> list[pb.Event]:
+    call = stub.WatchGame(pb.WatchGameRequest(game_id=game_id, after_version=after), metadata=metadata)
+    return [event async for event in call]
+
+
+async def test_watching_resumes_follows_live_and_ends_with_the_game(
+    stub: pb_grpc.GameServiceStub, store: EventStore
+) -> None:
+    game = await create_scripted(stub)
+    created = game.reply.version
+    # Watchers from the start and from the middle of what is stored, started before the game goes on.
+    early = [asyncio.create_task(_collect(stub, game.game_id, after)) for after in (0, 2, created)]
+    seat = asyncio.create_task(_collect(stub, game.game_id, created - 1, game.seat(1)))
+    await asyncio.sleep(0.2)
+    assert not any(task.done() for task in [*early, seat])
+
+    replies = await play_script(stub, game)
+    stored = await store.read_stream(game.game_id)
+    last = stored[-1]
+    assert last.type == "GameEnded" and last.version == replies[-1].version
+
+    for after, task in zip((0, 2, created), early, strict=True):
+        events = await asyncio.wait_for(task, 5)  # each ends by itself after GameEnded
+        assert [e.version for e in events] == list(range(after + 1, last.version + 1))
+        assert [e.type for e in events] == [e.type for e in stored[after:]]
+        assert [e.position for e in events] == [e.position for e in stored[after:]]
+    seen = await asyncio.wait_for(seat, 5)
+    assert [e.version for e in seen] == list(range(created, last.version + 1))
+
+    # After the end: from any version, the rest of the log, and the stream ends.
+    for after in (0, 5, last.version - 1):
+        events = await asyncio.wait_for(_collect(stub, game.game_id, after, ADMIN), 5)
+        assert [e.version for e in events] == list(range(after + 1, last.version + 1))
+        assert [(e.type, dict(payload(e))) for e in events][-1][0] == "GameEnded"
+
+
+async def test_a_watch_past_the_end_of_a_finished_game_ends(stub: pb_grpc.GameServiceStub) -> None:
+    game = await create_scripted(stub)
+    replies = await play_script(stub, game)
+    for after in (replies[-1].version, replies[-1].version + 10):
+        assert await asyncio.wait_for(_collect(stub, game.game_id, after), 3) == []
+
+
+async def test_live_events_arrive_promptly(stub: pb_grpc.GameServiceStub) -> None:
+    """A command's events reach a watcher at once (LISTEN/NOTIFY), not at the next poll."""
+    game = await create_scripted(stub)
+    call = stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id, after_version=game.reply.version))
+    await asyncio.sleep(0.3)
+    script: list[tuple[int, pb.PlayRequest | pb.DrawRequest]]
+    script = [(1, pb.PlayRequest(card="R1")), (2, pb.DrawRequest()), (0, pb.DrawRequest())]
+    script += [(1, pb.PlayRequest(card="R2")), (2, pb.DrawRequest())]
+    delays = []
+    for seat, request in script:
+        request.header.CopyFrom(header(game.game_id))
+        await asyncio.sleep(0.25)  # the watcher is waiting
+        sent = time.perf_counter()
+        method = stub.Play if isinstance(request, pb.PlayRequest) else stub.Draw
+        reply: pb.CommandReply = await method(request, metadata=game.seat(seat))
+        for expected in reply.events:
+            event = await asyncio.wait_for(call.read(), 3)
+            assert isinstance(event, pb.Event)
+            assert (event.version, event.type) == (expected.version, expected.type)
+        delays.append(time.perf_counter() - sent)
+    call.cancel()
+    assert max(delays) < 0.5, f"live events took {delays} s: woken by polling, not by notifications?"
+
+
+async def test_a_cancelled_watch_frees_the_server(stub: pb_grpc.GameServiceStub) -> None:
+    game = await create_scripted(stub)
+    calls = [stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id)) for _ in range(10)]
+    for call in calls:
+        first = await call.read()
+        assert isinstance(first, pb.Event) and first.type == "GameCreated"
+        call.cancel()
+    for call in calls:
+        with pytest.raises(asyncio.CancelledError):
+            await call.read()
+    # The server still answers commands and new watchers.
+    replies = await play_script(stub, game)
+    events = await asyncio.wait_for(_collect(stub, game.game_id, 0), 5)
+    assert events[-1].version == replies[-1].version
+    view: pb.GameView = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id))
+    assert view.awaiting == "game-over"
