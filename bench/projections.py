@@ -12,8 +12,9 @@
    time, as a busy server would) and writes them with ``COPY events FROM STDIN``, 25,000 events per
    transaction. The store's insert trigger checks every row's version and chain link as usual.
 2. Measures the **raw read ceiling**: ``COPY (SELECT <the projector's columns> FROM events ORDER BY xid,
-   position) TO STDOUT`` drained through psycopg (its blocking COPY iteration, the fastest it has),
-   nothing decoded — what reading the log costs before a projection does anything with it.
+   position) TO STDOUT`` drained through psycopg (its libpq layer, the fastest way it has, the same
+   reading code as the rebuild), nothing decoded: what reading the log costs before a projection does
+   anything with it.
 3. Runs :func:`projections.rebuild` of every view from zero (fresh tables, the log read and folded
    through the rules engine, rows written, tables swapped in with the checkpoint) and reports its rate,
    the whole call timed. Its bulk phase uses one process per core by default (``--workers``).
@@ -49,7 +50,7 @@ from psycopg.conninfo import make_conninfo
 from projections import rebuild
 from projections.migrate import apply_migrations
 from projections.rebuild import MAX_WORKERS, connect_sync
-from projections.source import BELOW_HORIZON, COLUMNS
+from projections.source import BELOW_HORIZON, COLUMNS, copy_out
 from service.api.handler import stored_form
 from service.rules.options import Variant
 from service.rules.simulate import play_game
@@ -234,17 +235,16 @@ async def fill(url: str, events: int, seed: int) -> dict[str, Any]:
 def read_ceiling(url: str) -> dict[str, Any]:
     """Drain ``COPY (READ_ALL) TO STDOUT`` through psycopg: rows and bytes per second, nothing decoded.
 
-    Through psycopg's blocking COPY iteration, its fastest path (the asyncio one costs about a
-    microsecond more per row), on a connection set up like the rebuild's (autocommit, JIT off): the
-    same rows, columns, order and settings as the rebuild's bulk read.
+    Through :func:`projections.source.copy_out` (psycopg's libpq layer, the fastest way psycopg has to
+    read a COPY), on a connection set up like the rebuild's (autocommit, JIT off): the same rows,
+    columns, order, settings and reading code as the rebuild's bulk read.
     """
     with connect_sync(url) as conn:
         started = time.perf_counter()
         rows = size = 0
-        with conn.cursor() as cursor, cursor.copy(f"COPY ({READ_ALL}) TO STDOUT".encode()) as copy:
-            for data in copy:
-                rows += 1
-                size += len(data)
+        for data in copy_out(conn, f"COPY ({READ_ALL}) TO STDOUT".encode()):
+            rows += 1
+            size += len(data)
         seconds = time.perf_counter() - started
     return {
         "events": rows,

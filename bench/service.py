@@ -531,8 +531,10 @@ class _TimedTable(BotTable):
             self.window.record(started, time.perf_counter())
         return reply
 
-    async def create(self, variant: Variant, players: int, target_score: int | None) -> pb.GameView:
-        view = await super().create(variant, players, target_score)
+    async def create(
+        self, variant: Variant, players: int, target_score: int | None, tournament_id: str = ""
+    ) -> pb.GameView:
+        view = await super().create(variant, players, target_score, tournament_id)
         self.window.record_other()
         return view
 

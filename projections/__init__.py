@@ -1,1 +1,39 @@
-"""Read models rebuilt from the event log."""
+"""Read models rebuilt from the event log: hands, tables, scores, tournament standings, player stats.
+
+* :mod:`projections.views` — each read model as a pure fold (initial value + ``evolve``) and its rows;
+* :mod:`projections.projector` — the checkpointed projector (exactly once, several processes safe, lag);
+* :mod:`projections.rebuild` — rebuild from zero into fresh tables and swap them in atomically;
+* :mod:`projections.queries` — reads that can wait for a client's own write;
+* :mod:`projections.check` — one game's views against a fold of its events through the rules engine;
+* :mod:`projections.migrate` — the projection tables' migrations (this package owns them).
+
+See ``docs/DESIGN.md`` ("Projections").
+"""
+
+from .check import check_game
+from .migrate import apply_migrations, migrate
+from .projector import DEFAULT_SET, Lag, Projector, read_lag, run_projector
+from .queries import ProjectionLag, hand, scores, standings
+from .rebuild import RebuildBusy, RebuildReport, rebuild
+from .source import ProjectionError
+from .views import VIEW_NAMES
+
+__all__ = [
+    "DEFAULT_SET",
+    "VIEW_NAMES",
+    "Lag",
+    "ProjectionError",
+    "ProjectionLag",
+    "Projector",
+    "RebuildBusy",
+    "RebuildReport",
+    "apply_migrations",
+    "check_game",
+    "hand",
+    "migrate",
+    "read_lag",
+    "rebuild",
+    "run_projector",
+    "scores",
+    "standings",
+]

@@ -8,6 +8,8 @@
   gRPC game service; without a database URL (flag or ``DATABASE_URL``) it starts an embedded PostgreSQL.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
   games as gRPC clients of a running server.
+* ``uno-audit project [--database-url DSN]``: the projector alone, keeping the read models current.
+* ``uno-audit rebuild [--view NAME] [--database-url DSN]``: rebuild read models from zero and swap them in.
 
 Bad input (an unknown variant, option or card, a malformed record line) gets a one-line message on
 standard error naming what and where, and exit status 2 — never a traceback.
@@ -25,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from projections import VIEW_NAMES
 from service.audit.export import record_from_game
 from service.audit.record import RecordError, read_record_file, write_record
 from service.audit.verify import Report, verify_record
@@ -93,6 +96,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="the adjudicator's token (default: $UNO_AUDIT_ADMIN_TOKEN; none: no admin)",
     )
 
+    serve.add_argument(
+        "--no-projector",
+        action="store_true",
+        help="do not run the projector (run `uno-audit project` instead)",
+    )
+
+    for name, text in (
+        ("project", "keep the read models current (the projector)"),
+        ("rebuild", "rebuild read models from zero and swap them in"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument(
+            "--database-url",
+            default=os.environ.get("DATABASE_URL"),
+            required=not os.environ.get("DATABASE_URL"),
+            help="PostgreSQL URL (default: $DATABASE_URL)",
+        )
+        if name == "rebuild":
+            sub.add_argument("--view", choices=VIEW_NAMES, help="one read model (default: all)")
+
     bots = commands.add_parser("bots", help="bots play complete games against a running server")
     bots.add_argument("--server", default="127.0.0.1:50051", help="host:port of the server")
     bots.add_argument("--games", type=_bounded(1, 1_000_000), default=1)
@@ -112,7 +135,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args)
     if args.command == "bots":
         return _bots(args)
+    if args.command == "project":
+        return _project(args)
+    if args.command == "rebuild":
+        return _rebuild(args)
     return _verify(args)
+
+
+def _project(args: argparse.Namespace) -> int:
+    import signal
+
+    from projections.projector import run_projector
+    from service.api.server import configure_logging
+
+    configure_logging()
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run_projector(args.database_url, stop=stop)
+
+    asyncio.run(run())
+    return EXIT_OK
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    from projections.rebuild import RebuildBusy, rebuild
+
+    try:
+        report = asyncio.run(rebuild(args.database_url, args.view))
+    except RebuildBusy as busy:
+        print(f"uno-audit rebuild: {busy}", file=sys.stderr)
+        return EXIT_INVALID
+    print(
+        json.dumps(
+            {
+                "views": list(report.views),
+                "events": report.events,
+                "rows": report.rows,
+                "cursor": {"xid": report.cursor.xid, "position": report.cursor.position},
+                "seconds": {phase: round(took, 3) for phase, took in report.phases.items()},
+            }
+        )
+    )
+    return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -129,6 +197,7 @@ def _serve(args: argparse.Namespace) -> int:
                 database_url=args.database_url,
                 data_dir=args.data_dir,
                 admin_token=args.admin_token,
+                projector=not args.no_projector,
             )
         )
     except OSError as error:

@@ -75,11 +75,14 @@ class BotTable:
         self.tokens: dict[int, str] = {}
         self.version = 0
 
-    async def create(self, variant: Variant, players: int, target_score: int | None) -> pb.GameView:
+    async def create(
+        self, variant: Variant, players: int, target_score: int | None, tournament_id: str = ""
+    ) -> pb.GameView:
         request = pb.CreateGameRequest(
             command_id=str(uuid.uuid4()),
             variant=VARIANTS[variant],
             players=[f"bot{i + 1}" for i in range(players)],
+            tournament_id=tournament_id,
         )
         if target_score is not None:
             request.target_score = target_score
@@ -112,8 +115,10 @@ class BotTable:
         view: pb.GameView = await self.stub.GetGame(request, metadata=_auth(self.tokens[seat]))
         return view
 
-    async def play(self, variant: Variant, players: int, target_score: int | None = None) -> None:
-        view = await self.create(variant, players, target_score)
+    async def play(
+        self, variant: Variant, players: int, target_score: int | None = None, tournament_id: str = ""
+    ) -> None:
+        view = await self.create(variant, players, target_score, tournament_id)
         while view.awaiting != "game-over":
             if view.awaiting == "round-start":
                 reply = await self.send("StartRound", 0, pb.StartRoundRequest(header=self.header()))
@@ -195,6 +200,7 @@ async def run_bots(
     concurrency: int,
     seed: int = 0,
     target_score: int | None = None,
+    tournament_id: str = "",
 ) -> LoadSummary:
     """Play ``games`` complete games against the server at ``address``, ``concurrency`` at a time
     (matches to ``target_score`` points, or the rule set's default)."""
@@ -207,7 +213,8 @@ async def run_bots(
 
         async def one(game_seed: int) -> None:
             async with gate:
-                await BotTable(stub, random.Random(game_seed), summary).play(variant, players, target_score)
+                table = BotTable(stub, random.Random(game_seed), summary)
+                await table.play(variant, players, target_score, tournament_id)
                 summary.games += 1
 
         started = time.perf_counter()

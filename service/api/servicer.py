@@ -18,6 +18,8 @@ import structlog
 from google.protobuf import message as pb_message
 from google.protobuf import timestamp_pb2
 
+from projections import queries
+from projections.projector import read_lag
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.rules import commands as cmd
@@ -25,7 +27,7 @@ from service.rules.cards import Card, CardError, Colour
 from service.rules.events import Awaiting
 from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
-from service.store import EventStore
+from service.store import Cursor, EventStore
 
 from . import errors
 from .auth import ADMIN, SPECTATOR, Caller, bearer, is_admin, token_hash
@@ -382,6 +384,126 @@ class GameService(pb_grpc.GameServiceServicer):
                     if event.type == "GameEnded":
                         return
                 await woken.wait_for_next(timeout=1.0)
+
+    # --- read models -------------------------------------------------------------------------------------
+
+    async def GetScores(self, request: pb.GetScoresRequest, context: Context) -> pb.GetScoresReply:
+        try:
+            game_id = _id(request.game_id, "game_id")
+            await self._caller(context, game_id)
+            wanted = self._min_version(request)
+            found = await queries.scores(self.store, game_id, min_version=wanted)
+            if found is None:
+                raise errors.not_found(f"no game {game_id!r} in the read models")
+        except queries.ProjectionLag as lag:
+            await context.abort_with_status(_lagging(lag).status())
+            raise AssertionError("unreachable") from None
+        except errors.ApiError as error:
+            await context.abort_with_status(error.status())
+            raise AssertionError("unreachable") from None
+        return pb.GetScoresReply(
+            game_id=game_id,
+            version=found.version,
+            status=found.status,
+            seats=[pb.SeatScore(seat=s.seat, player=s.player, total=s.total) for s in found.seats],
+            rounds=[
+                pb.RoundScore(
+                    round=r.round,
+                    winner=r.winner,
+                    points=r.points,
+                    hands=[pb.Hand(seat=seat, cards=list(cards)) for seat, cards in enumerate(r.hands)],
+                )
+                for r in found.rounds
+            ],
+        )
+
+    async def GetStandings(self, request: pb.GetStandingsRequest, context: Context) -> pb.GetStandingsReply:
+        try:
+            tournament = _id(request.tournament_id, "tournament_id")
+            self._server_caller(context)
+            cursor = None
+            if request.HasField("min_cursor"):
+                if request.min_cursor.xid < 0 or request.min_cursor.position < 0:
+                    raise errors.invalid("min_cursor", "xid and position must not be negative")
+                cursor = Cursor(request.min_cursor.xid, request.min_cursor.position)
+            found = await queries.standings(self.store, tournament, min_cursor=cursor)
+        except queries.ProjectionLag as lag:
+            await context.abort_with_status(_lagging(lag).status())
+            raise AssertionError("unreachable") from None
+        except errors.ApiError as error:
+            await context.abort_with_status(error.status())
+            raise AssertionError("unreachable") from None
+        return pb.GetStandingsReply(
+            tournament_id=tournament,
+            cursor=pb.ProjectionCursor(xid=found.cursor.xid, position=found.cursor.position),
+            standings=[
+                pb.Standing(
+                    player=row.player,
+                    games=row.games,
+                    wins=row.wins,
+                    rounds_won=row.rounds_won,
+                    points=row.points,
+                    uno_penalties_given=row.uno_penalties_given,
+                    uno_penalties_taken=row.uno_penalties_taken,
+                    challenges_won=row.challenges_won,
+                    challenges_lost=row.challenges_lost,
+                )
+                for row in found.rows
+            ],
+        )
+
+    async def GetHand(self, request: pb.GetHandRequest, context: Context) -> pb.GetHandReply:
+        try:
+            game_id = _id(request.game_id, "game_id")
+            caller = await self._caller(context, game_id)
+            if caller.spectator:
+                raise errors.unauthenticated("reading a hand needs that seat's token or the admin's")
+            if not caller.admin and request.seat != caller.seat:
+                raise errors.denied(f"a seat token reads only its own hand (seat {caller.seat})")
+            found = await queries.hand(
+                self.store, game_id, request.seat, min_version=self._min_version(request)
+            )
+            if found is None:
+                raise errors.not_found(f"no seat {request.seat} of game {game_id!r} in the read models")
+        except queries.ProjectionLag as lag:
+            await context.abort_with_status(_lagging(lag).status())
+            raise AssertionError("unreachable") from None
+        except errors.ApiError as error:
+            await context.abort_with_status(error.status())
+            raise AssertionError("unreachable") from None
+        return pb.GetHandReply(
+            game_id=game_id, seat=found.seat, version=found.version, cards=list(found.cards)
+        )
+
+    async def GetProjectionLag(
+        self, request: pb.GetProjectionLagRequest, context: Context
+    ) -> pb.ProjectionLagReply:
+        async with queries.connection(self.store) as conn:
+            lag = await read_lag(conn)
+        return pb.ProjectionLagReply(
+            events_behind=lag.events_behind,
+            seconds_behind=lag.seconds_behind,
+            checkpoint=pb.ProjectionCursor(xid=lag.cursor.xid, position=lag.cursor.position),
+        )
+
+    @staticmethod
+    def _min_version(request: pb.GetScoresRequest | pb.GetHandRequest) -> int | None:
+        if not request.HasField("min_version"):
+            return None
+        if request.min_version < 0:
+            raise errors.invalid("min_version", "must not be negative")
+        return request.min_version
+
+
+def _lagging(lag: queries.ProjectionLag) -> errors.ApiError:
+    """UNAVAILABLE: the read models did not reach the asked-for point in time; the client may retry."""
+    return errors.ApiError(
+        grpc.StatusCode.UNAVAILABLE,
+        str(lag),
+        "PROJECTION_LAG",
+        events_behind=str(lag.lag.events_behind),
+        seconds_behind=f"{lag.lag.seconds_behind:.3f}",
+    )
 
 
 VARIANT_OF_NAME = {variant.value: value for value, variant in VARIANT_OF.items()}

@@ -106,7 +106,12 @@ def event_message(event: StoredEvent, caller: Caller, players: int) -> pb.Event:
     recorded = timestamp_pb2.Timestamp()
     recorded.FromDatetime(event.recorded_at)
     return pb.Event(
-        position=event.position, version=event.version, type=event.type, payload=payload, recorded_at=recorded
+        position=event.position,
+        version=event.version,
+        type=event.type,
+        payload=payload,
+        recorded_at=recorded,
+        xid=event.xid,
     )
 
 

@@ -179,7 +179,9 @@ class _RecordingTable(BotTable):
         self.views: list[tuple[int, pb.GameView]] = []
         self.watchers: dict[str, asyncio.Task[list[pb.Event]]] = {}
 
-    async def create(self, variant: Variant, players: int, target_score: int | None) -> pb.GameView:
+    async def create(
+        self, variant: Variant, players: int, target_score: int | None, tournament_id: str = ""
+    ) -> pb.GameView:
         """As the admin, with the first round dealt from a deck shuffled by the test's seed: the bots' game
         is then the same on every run (as long as no reshuffle draws on the server's secret seed)."""
         deck = [c.token for c in DECKS[variant.value]]

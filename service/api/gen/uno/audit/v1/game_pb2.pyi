@@ -167,18 +167,20 @@ class CommandReply(_message.Message):
     def __init__(self, version: _Optional[int] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., view: _Optional[_Union[GameView, _Mapping]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("position", "version", "type", "payload", "recorded_at")
+    __slots__ = ("position", "version", "type", "payload", "recorded_at", "xid")
     POSITION_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     RECORDED_AT_FIELD_NUMBER: _ClassVar[int]
+    XID_FIELD_NUMBER: _ClassVar[int]
     position: int
     version: int
     type: str
     payload: _struct_pb2.Struct
     recorded_at: _timestamp_pb2.Timestamp
-    def __init__(self, position: _Optional[int] = ..., version: _Optional[int] = ..., type: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., recorded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    xid: int
+    def __init__(self, position: _Optional[int] = ..., version: _Optional[int] = ..., type: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., recorded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., xid: _Optional[int] = ...) -> None: ...
 
 class Hand(_message.Message):
     __slots__ = ("seat", "cards")
@@ -283,3 +285,131 @@ class WatchGameRequest(_message.Message):
     game_id: str
     after_version: int
     def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ...) -> None: ...
+
+class ProjectionCursor(_message.Message):
+    __slots__ = ("xid", "position")
+    XID_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    xid: int
+    position: int
+    def __init__(self, xid: _Optional[int] = ..., position: _Optional[int] = ...) -> None: ...
+
+class GetScoresRequest(_message.Message):
+    __slots__ = ("game_id", "min_version")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    min_version: int
+    def __init__(self, game_id: _Optional[str] = ..., min_version: _Optional[int] = ...) -> None: ...
+
+class SeatScore(_message.Message):
+    __slots__ = ("seat", "player", "total")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    player: str
+    total: int
+    def __init__(self, seat: _Optional[int] = ..., player: _Optional[str] = ..., total: _Optional[int] = ...) -> None: ...
+
+class RoundScore(_message.Message):
+    __slots__ = ("round", "winner", "points", "hands")
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    WINNER_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    HANDS_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    winner: int
+    points: int
+    hands: _containers.RepeatedCompositeFieldContainer[Hand]
+    def __init__(self, round: _Optional[int] = ..., winner: _Optional[int] = ..., points: _Optional[int] = ..., hands: _Optional[_Iterable[_Union[Hand, _Mapping]]] = ...) -> None: ...
+
+class GetScoresReply(_message.Message):
+    __slots__ = ("game_id", "version", "status", "seats", "rounds")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    version: int
+    status: str
+    seats: _containers.RepeatedCompositeFieldContainer[SeatScore]
+    rounds: _containers.RepeatedCompositeFieldContainer[RoundScore]
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., status: _Optional[str] = ..., seats: _Optional[_Iterable[_Union[SeatScore, _Mapping]]] = ..., rounds: _Optional[_Iterable[_Union[RoundScore, _Mapping]]] = ...) -> None: ...
+
+class GetStandingsRequest(_message.Message):
+    __slots__ = ("tournament_id", "min_cursor")
+    TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    tournament_id: str
+    min_cursor: ProjectionCursor
+    def __init__(self, tournament_id: _Optional[str] = ..., min_cursor: _Optional[_Union[ProjectionCursor, _Mapping]] = ...) -> None: ...
+
+class Standing(_message.Message):
+    __slots__ = ("player", "games", "wins", "rounds_won", "points", "uno_penalties_given", "uno_penalties_taken", "challenges_won", "challenges_lost")
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
+    GAMES_FIELD_NUMBER: _ClassVar[int]
+    WINS_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_WON_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    UNO_PENALTIES_GIVEN_FIELD_NUMBER: _ClassVar[int]
+    UNO_PENALTIES_TAKEN_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGES_WON_FIELD_NUMBER: _ClassVar[int]
+    CHALLENGES_LOST_FIELD_NUMBER: _ClassVar[int]
+    player: str
+    games: int
+    wins: int
+    rounds_won: int
+    points: int
+    uno_penalties_given: int
+    uno_penalties_taken: int
+    challenges_won: int
+    challenges_lost: int
+    def __init__(self, player: _Optional[str] = ..., games: _Optional[int] = ..., wins: _Optional[int] = ..., rounds_won: _Optional[int] = ..., points: _Optional[int] = ..., uno_penalties_given: _Optional[int] = ..., uno_penalties_taken: _Optional[int] = ..., challenges_won: _Optional[int] = ..., challenges_lost: _Optional[int] = ...) -> None: ...
+
+class GetStandingsReply(_message.Message):
+    __slots__ = ("tournament_id", "cursor", "standings")
+    TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    STANDINGS_FIELD_NUMBER: _ClassVar[int]
+    tournament_id: str
+    cursor: ProjectionCursor
+    standings: _containers.RepeatedCompositeFieldContainer[Standing]
+    def __init__(self, tournament_id: _Optional[str] = ..., cursor: _Optional[_Union[ProjectionCursor, _Mapping]] = ..., standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ...) -> None: ...
+
+class GetHandRequest(_message.Message):
+    __slots__ = ("game_id", "seat", "min_version")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    MIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    seat: int
+    min_version: int
+    def __init__(self, game_id: _Optional[str] = ..., seat: _Optional[int] = ..., min_version: _Optional[int] = ...) -> None: ...
+
+class GetHandReply(_message.Message):
+    __slots__ = ("game_id", "seat", "version", "cards")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CARDS_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    seat: int
+    version: int
+    cards: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, game_id: _Optional[str] = ..., seat: _Optional[int] = ..., version: _Optional[int] = ..., cards: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetProjectionLagRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ProjectionLagReply(_message.Message):
+    __slots__ = ("events_behind", "seconds_behind", "checkpoint")
+    EVENTS_BEHIND_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_BEHIND_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    events_behind: int
+    seconds_behind: float
+    checkpoint: ProjectionCursor
+    def __init__(self, events_behind: _Optional[int] = ..., seconds_behind: _Optional[float] = ..., checkpoint: _Optional[_Union[ProjectionCursor, _Mapping]] = ...) -> None: ...

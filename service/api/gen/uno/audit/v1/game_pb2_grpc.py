@@ -104,6 +104,26 @@ class GameServiceStub:
                 request_serializer=uno_dot_audit_dot_v1_dot_game__pb2.WatchGameRequest.SerializeToString,
                 response_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.Event.FromString,
                 _registered_method=True)
+        self.GetScores = channel.unary_unary(
+                '/uno.audit.v1.GameService/GetScores',
+                request_serializer=uno_dot_audit_dot_v1_dot_game__pb2.GetScoresRequest.SerializeToString,
+                response_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.GetScoresReply.FromString,
+                _registered_method=True)
+        self.GetStandings = channel.unary_unary(
+                '/uno.audit.v1.GameService/GetStandings',
+                request_serializer=uno_dot_audit_dot_v1_dot_game__pb2.GetStandingsRequest.SerializeToString,
+                response_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.GetStandingsReply.FromString,
+                _registered_method=True)
+        self.GetHand = channel.unary_unary(
+                '/uno.audit.v1.GameService/GetHand',
+                request_serializer=uno_dot_audit_dot_v1_dot_game__pb2.GetHandRequest.SerializeToString,
+                response_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.GetHandReply.FromString,
+                _registered_method=True)
+        self.GetProjectionLag = channel.unary_unary(
+                '/uno.audit.v1.GameService/GetProjectionLag',
+                request_serializer=uno_dot_audit_dot_v1_dot_game__pb2.GetProjectionLagRequest.SerializeToString,
+                response_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.ProjectionLagReply.FromString,
+                _registered_method=True)
 
 
 class GameServiceServicer:
@@ -194,6 +214,32 @@ class GameServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetScores(self, request, context):
+        """Read models, from the projections (a game's scores, a tournament's standings, a seat's hand).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStandings(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetHand(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetProjectionLag(self, request, context):
+        """How far the read models are behind the log (also the health status of "uno.audit.v1.Projections").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GameServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -266,6 +312,26 @@ def add_GameServiceServicer_to_server(servicer, server):
                     servicer.WatchGame,
                     request_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.WatchGameRequest.FromString,
                     response_serializer=uno_dot_audit_dot_v1_dot_game__pb2.Event.SerializeToString,
+            ),
+            'GetScores': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetScores,
+                    request_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.GetScoresRequest.FromString,
+                    response_serializer=uno_dot_audit_dot_v1_dot_game__pb2.GetScoresReply.SerializeToString,
+            ),
+            'GetStandings': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStandings,
+                    request_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.GetStandingsRequest.FromString,
+                    response_serializer=uno_dot_audit_dot_v1_dot_game__pb2.GetStandingsReply.SerializeToString,
+            ),
+            'GetHand': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetHand,
+                    request_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.GetHandRequest.FromString,
+                    response_serializer=uno_dot_audit_dot_v1_dot_game__pb2.GetHandReply.SerializeToString,
+            ),
+            'GetProjectionLag': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetProjectionLag,
+                    request_deserializer=uno_dot_audit_dot_v1_dot_game__pb2.GetProjectionLagRequest.FromString,
+                    response_serializer=uno_dot_audit_dot_v1_dot_game__pb2.ProjectionLagReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -646,6 +712,114 @@ class GameService:
             '/uno.audit.v1.GameService/WatchGame',
             uno_dot_audit_dot_v1_dot_game__pb2.WatchGameRequest.SerializeToString,
             uno_dot_audit_dot_v1_dot_game__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetScores(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/uno.audit.v1.GameService/GetScores',
+            uno_dot_audit_dot_v1_dot_game__pb2.GetScoresRequest.SerializeToString,
+            uno_dot_audit_dot_v1_dot_game__pb2.GetScoresReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStandings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/uno.audit.v1.GameService/GetStandings',
+            uno_dot_audit_dot_v1_dot_game__pb2.GetStandingsRequest.SerializeToString,
+            uno_dot_audit_dot_v1_dot_game__pb2.GetStandingsReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetHand(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/uno.audit.v1.GameService/GetHand',
+            uno_dot_audit_dot_v1_dot_game__pb2.GetHandRequest.SerializeToString,
+            uno_dot_audit_dot_v1_dot_game__pb2.GetHandReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetProjectionLag(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/uno.audit.v1.GameService/GetProjectionLag',
+            uno_dot_audit_dot_v1_dot_game__pb2.GetProjectionLagRequest.SerializeToString,
+            uno_dot_audit_dot_v1_dot_game__pb2.ProjectionLagReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,411 @@
+"""The checkpointed projector: the log's gap-free order in, view rows and checkpoint out, exactly once.
+
+One batch is one transaction on the projector's own connection:
+
+1. ``pg_advisory_xact_lock(LOCK_CLASS, hashtext(projection_set))`` — wait for the projection set;
+2. read the checkpoint (the ``(xid, position)`` cursor) from ``projection_checkpoints``;
+3. read up to ``batch_size`` events after it in the gap-free order (:mod:`projections.source`);
+4. fold them in memory (:class:`~projections.fold.Folder`), re-folding from its stream any game whose
+   view is missing or stale;
+5. write the changed rows and move the checkpoint (guarded: ``WHERE`` it is still where step 2 read it),
+   ``NOTIFY uno_projections``;
+6. commit — then, and only then, the folded views are kept in memory.
+
+**Exactly once.** Rows and checkpoint commit together or not at all, so a crash anywhere (between
+batches, in the middle of writing, during the commit) leaves the tables exactly at the checkpoint, and
+the next run continues from there. The in-memory views are only a cache: each is used only at the
+version just before the event being applied, otherwise re-folded from the log.
+
+**Several projectors.** Any number of processes may run a projector for the same set; the lock makes
+their batches take turns, and because each batch re-reads the checkpoint after taking the lock, none
+applies what another already did. Why a transaction-level advisory lock rather than ``SELECT ... FOR
+UPDATE`` on the checkpoint row, which would serialise just as well:
+
+* locking a row assigns the transaction an xid at once. The gap-free reading order makes every reader
+  of the log (this projector, the other followers, the verifier) wait for the *oldest running xid*, so
+  a batch holding an xid while it reads and folds would delay them all; the advisory lock needs no
+  xid, and the batch takes one only when it starts writing;
+* a transaction-level lock (unlike a session-level one) cannot outlive its batch: commit, rollback, a
+  cancelled task or a dropped connection all release it, and pooled connections cannot leak it;
+* a rebuild takes the same lock for its final swap only (see :mod:`projections.rebuild`), and waits at
+  most one batch for it.
+
+The guarded checkpoint ``UPDATE`` is the second line of defence: a writer that bypassed the lock would
+find the cursor moved, and its batch rolls back instead of applying events twice.
+
+**Following live.** :meth:`Projector.run` catches up, then waits for ``NOTIFY uno_events`` (the store's
+wake-up, through :class:`service.store.Listener`, which listens before catching up so nothing is
+missed) or a poll timeout: a notification may come before the event is readable below the horizon, and
+notifications are not guaranteed anyway, so the timeout is the fallback that bounds the delay.
+
+**Lag.** :meth:`Projector.lag` (and :func:`read_lag` for anyone with a connection) gives events behind
+and seconds behind the newest event, for the health service and metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import psycopg
+import structlog
+from psycopg import pq
+
+from service.store import Cursor, Listener
+
+from .fold import Folder
+from .migrate import apply_migrations
+from .source import (
+    Connection,
+    Decoder,
+    EventRow,
+    PrefixRow,
+    ProjectionError,
+    connect,
+    last_cursor,
+    read_batch,
+    read_prefixes,
+)
+from .views import VIEW_NAMES, GameView, evolve, initial
+from .writer import Hook, write
+
+_log = structlog.get_logger(__name__)
+
+DEFAULT_SET = "main"
+"""The projection set of all six views, with one checkpoint."""
+
+LOCK_CLASS = 0x756E6F50
+"""First key of the projection sets' advisory locks ("unoP"); the second is ``hashtext(set name)``."""
+
+PROGRESS_CHANNEL = "uno_projections"
+"""Notified with the set's name by every batch that moved a checkpoint."""
+
+LAG_COUNT_CAP = 100_000
+"""Events behind are counted exactly up to this many; beyond, estimated from positions (cheap)."""
+
+_LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
+_ENSURE_CHECKPOINT = (
+    "INSERT INTO projection_checkpoints (projection_set) VALUES (%s) ON CONFLICT (projection_set) DO NOTHING"
+)
+_CHECKPOINT = "SELECT xid::text::bigint, position FROM projection_checkpoints WHERE projection_set = %s"
+_MOVE_CHECKPOINT = (
+    "UPDATE projection_checkpoints SET xid = %s::xid8, position = %s, applied = applied + %s, "
+    "last_recorded_at = (SELECT recorded_at FROM events WHERE position = %s), updated_at = now() "
+    "WHERE projection_set = %s AND xid = %s::xid8 AND position = %s"
+)
+_NOTIFY = f"SELECT pg_notify('{PROGRESS_CHANNEL}', %s)"
+_LAG = """
+WITH cp AS (
+    SELECT coalesce(c.xid, '0'::xid8) AS xid, coalesce(c.position, 0) AS position
+      FROM (SELECT) AS one LEFT JOIN projection_checkpoints c ON c.projection_set = %(set)s
+)
+SELECT cp.xid::text::bigint, cp.position,
+       (SELECT count(*) FROM (SELECT FROM events e WHERE (e.xid, e.position) > (cp.xid, cp.position)
+                              LIMIT %(cap)s) AS pending),
+       (SELECT e.recorded_at FROM events e WHERE (e.xid, e.position) > (cp.xid, cp.position)
+         ORDER BY e.xid, e.position LIMIT 1),
+       (SELECT e.recorded_at FROM events e ORDER BY e.position DESC LIMIT 1),
+       (SELECT max(e.position) FROM events e)
+  FROM cp
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Lag:
+    """How far a projection set is behind the log.
+
+    ``events_behind`` counts the events after the checkpoint (exact when ``exact``; beyond
+    :data:`LAG_COUNT_CAP` it is estimated from positions). ``seconds_behind`` is the time between the
+    first event not yet projected and the newest event (0 when caught up): how much of the log's recent
+    history the views do not show yet. ``cursor`` is the checkpoint.
+    """
+
+    events_behind: int
+    seconds_behind: float
+    exact: bool
+    cursor: Cursor
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, for a health status or metrics."""
+        return {
+            "events_behind": self.events_behind,
+            "seconds_behind": self.seconds_behind,
+            "exact": self.exact,
+            "cursor": {"xid": self.cursor.xid, "position": self.cursor.position},
+        }
+
+
+async def read_lag(conn: Connection, projection_set: str = DEFAULT_SET) -> Lag:
+    """The lag of ``projection_set`` (see :class:`Lag`); a few index lookups, safe to poll."""
+    cursor = await conn.execute(_LAG, {"set": projection_set, "cap": LAG_COUNT_CAP})
+    row = await cursor.fetchone()
+    assert row is not None
+    xid, position, behind, first_pending, newest, max_position = row
+    exact = behind < LAG_COUNT_CAP
+    if not exact:
+        behind = max(behind, int(max_position or 0) - position)
+    seconds = 0.0
+    if behind and first_pending is not None and newest is not None:
+        seconds = max(0.0, (newest - first_pending).total_seconds())
+    return Lag(int(behind), seconds, exact, Cursor(int(xid), int(position)))
+
+
+async def read_checkpoint(conn: Connection, projection_set: str = DEFAULT_SET) -> Cursor:
+    """The set's checkpoint (the start of the log if it has none yet)."""
+    cursor = await conn.execute(_CHECKPOINT, (projection_set,))
+    row = await cursor.fetchone()
+    return Cursor() if row is None else Cursor(int(row[0]), int(row[1]))
+
+
+async def lock_set(conn: Connection, projection_set: str) -> None:
+    """Take the projection set's lock for the current transaction (waits for a running batch)."""
+    await conn.execute(_LOCK, (LOCK_CLASS, projection_set))
+
+
+async def move_checkpoint(
+    conn: Connection,
+    projection_set: str,
+    old: Cursor,
+    new: Cursor,
+    applied: int,
+) -> None:
+    """Move the set's checkpoint from ``old`` to ``new`` (in the caller's transaction) and notify.
+
+    Raises :class:`ProjectionError` if it is not at ``old``: something moved it without the lock, and
+    the caller's transaction must not commit.
+    """
+    cursor = await conn.execute(
+        _MOVE_CHECKPOINT,
+        (str(new.xid), new.position, applied, new.position, projection_set, str(old.xid), old.position),
+    )
+    if cursor.rowcount != 1:
+        raise ProjectionError(f"the checkpoint of {projection_set!r} moved under its lock")
+    await conn.execute(_NOTIFY, (projection_set,))
+
+
+async def fold_batch(conn: Connection, folder: Folder, decoder: Decoder, rows: Sequence[EventRow]) -> None:
+    """Stage ``rows`` in ``folder``, first re-folding (from the log, on ``conn``) every game whose view
+    in memory is missing or not at the version just before its first event in the batch."""
+    first: dict[str, int] = {}
+    for row in rows:
+        first.setdefault(row[2], row[3])
+    stale: dict[str, int] = {}
+    for game_id, version in first.items():
+        view = folder.view(game_id)
+        if view is None and version == 1:
+            continue
+        if view is None or view.version != version - 1:
+            stale[game_id] = version
+    if stale:
+        await refold(conn, folder, decoder, stale)
+    apply = folder.apply
+    for row in rows:
+        if not apply(row[2], row[3], decoder(row[4], row[5]), row[6]):
+            raise ProjectionError(f"game {row[2]!r}: version {row[3]} does not follow the folded events")
+
+
+async def refold(conn: Connection, folder: Folder, decoder: Decoder, below: dict[str, int]) -> None:
+    """Fold each game of ``below`` from its stream up to (not including) the given version, and seed
+    the folder with it."""
+    seed_prefixes(folder, decoder, below, await read_prefixes(conn, below))
+
+
+def seed_prefixes(folder: Folder, decoder: Decoder, below: dict[str, int], rows: Iterable[PrefixRow]) -> None:
+    """Seed ``folder`` with each game of ``below`` folded from ``rows`` (:func:`read_prefixes`)."""
+    views: dict[str, GameView] = {game_id: initial(game_id) for game_id in below}
+    engine = folder.engine
+    for game_id, version, kind, payload, tournament in rows:
+        view = views[game_id]
+        if view.version != version - 1:
+            raise ProjectionError(f"game {game_id!r}: version {version} follows {view.version}")
+        views[game_id] = evolve(
+            view, decoder(kind, payload), version, tournament_id=tournament or "", engine=engine
+        )
+    for game_id, view in views.items():
+        if view.version != below[game_id] - 1:
+            raise ProjectionError(
+                f"game {game_id!r}: found versions up to {view.version}, expected {below[game_id] - 1}"
+            )
+        folder.seed(view)
+
+
+class Projector:
+    """Projects the log into the views of one projection set; see the module docstring.
+
+    Open with :meth:`open` (or ``async with await Projector.open(url)``). :meth:`catch_up` applies
+    batches until nothing is left below the horizon; :meth:`run` follows live until ``stop`` is set.
+    ``hook`` is a test seam, awaited inside each batch's transaction with the stage reached (``locked``,
+    ``read``, ``wrote <view>``, ``checkpointed``): raising or being cancelled there simulates a crash.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        projection_set: str = DEFAULT_SET,
+        batch_size: int = 2000,
+        cache_size: int = 20_000,
+        hook: Hook | None = None,
+    ) -> None:
+        """Use :meth:`open`, which also connects and registers the set's checkpoint."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, not {batch_size}")
+        self.dsn = dsn
+        self.projection_set = projection_set
+        self.batch_size = batch_size
+        self.hook = hook
+        self.views: tuple[str, ...] = VIEW_NAMES
+        self.folder = Folder(self.views, cache_size=cache_size)
+        self.decoder = Decoder()
+        self.cursor = Cursor()
+        self.applied = 0
+        self._conn: Connection | None = None
+        self._lag_conn: Connection | None = None
+        self._lag_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, dsn: str, **options: Any) -> Projector:
+        """A connected projector (the set's checkpoint row is created if missing)."""
+        projector = cls(dsn, **options)
+        conn = await projector._connection()
+        await conn.execute(_ENSURE_CHECKPOINT, (projector.projection_set,))
+        projector.cursor = await read_checkpoint(conn, projector.projection_set)
+        return projector
+
+    async def close(self) -> None:
+        """Close the connections. Idempotent."""
+        for conn in (self._conn, self._lag_conn):
+            if conn is not None:
+                await conn.close()
+        self._conn = self._lag_conn = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def _connection(self) -> Connection:
+        """The projector's connection, replaced if a failure left it closed or inside a transaction."""
+        conn = self._conn
+        if conn is not None and (conn.closed or conn.info.transaction_status != pq.TransactionStatus.IDLE):
+            with contextlib.suppress(Exception):
+                await conn.close()
+            conn = None
+        if conn is None:
+            conn = await connect(self.dsn)
+            self._conn = conn
+        return conn
+
+    async def _stage(self, name: str) -> None:
+        if self.hook is not None:
+            await self.hook(name)
+
+    async def step(self) -> int:
+        """Apply one batch; return how many events it applied (0: nothing below the horizon)."""
+        conn = await self._connection()
+        folder = self.folder
+        try:
+            async with conn.transaction():
+                await lock_set(conn, self.projection_set)
+                after = await read_checkpoint(conn, self.projection_set)
+                await self._stage("locked")
+                rows = await read_batch(conn, after, self.batch_size)
+                if not rows:
+                    self.cursor = after
+                    return 0
+                await self._stage("read")
+                await fold_batch(conn, folder, self.decoder, rows)
+                await write(conn, folder.changes(), self.views, hook=self.hook)
+                new = last_cursor(rows)
+                await move_checkpoint(conn, self.projection_set, after, new, len(rows))
+                await self._stage("checkpointed")
+        except BaseException:
+            folder.abort()
+            raise
+        folder.commit()
+        self.cursor = new
+        self.applied += len(rows)
+        return len(rows)
+
+    async def catch_up(self) -> int:
+        """Apply batches until nothing is left below the horizon; return the events applied."""
+        total = 0
+        while True:
+            applied = await self.step()
+            if not applied:
+                return total
+            total += applied
+
+    async def lag(self) -> Lag:
+        """The set's lag (see :class:`Lag`), on a connection of its own: safe to call from any task."""
+        async with self._lag_lock:
+            conn = self._lag_conn
+            if conn is None or conn.closed:
+                conn = self._lag_conn = await connect(self.dsn)
+            return await read_lag(conn, self.projection_set)
+
+    async def run(self, stop: asyncio.Event | None = None, *, poll_interval: float = 0.5) -> None:
+        """Catch up, then follow the log live until ``stop`` is set.
+
+        Wakes on ``NOTIFY uno_events`` or every ``poll_interval`` seconds. Database errors are logged
+        and retried with a growing pause (up to 30 s); the in-memory views are dropped then, since the
+        failed batch's outcome may be unknown.
+        """
+        stop = stop or asyncio.Event()
+        pause = 0.5
+        while not stop.is_set():
+            try:
+                async with Listener(self.dsn) as wakeups:
+                    while not stop.is_set():
+                        await self.catch_up()
+                        pause = 0.5
+                        await _wait_for_wakeup(wakeups, stop, poll_interval)
+            except (psycopg.Error, OSError, ProjectionError) as error:
+                _log.error("projector.failed", projection_set=self.projection_set, error=str(error))
+                self.folder.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), pause)
+                pause = min(pause * 2, 30.0)
+
+
+async def _wait_for_wakeup(wakeups: Listener, stop: asyncio.Event, timeout: float) -> None:
+    """Return on a notification, on ``stop`` or after ``timeout`` seconds; a lost listener raises."""
+    notified = asyncio.ensure_future(anext(wakeups))
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({notified, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (notified, stopped):
+            task.cancel()
+        results = await asyncio.gather(notified, stopped, return_exceptions=True)
+    error = results[0]
+    if isinstance(error, BaseException) and not isinstance(error, asyncio.CancelledError):
+        raise error
+
+
+async def run_projector(
+    database_url: str,
+    *,
+    stop: asyncio.Event | None = None,
+    batch_size: int = 2000,
+    projection_set: str = DEFAULT_SET,
+    poll_interval: float = 0.5,
+) -> None:
+    """Migrate (store and projections), then project ``database_url``'s log live until ``stop`` is set.
+
+    What ``uno-audit project`` runs, and what ``serve`` can run beside the gRPC server.
+    """
+    await apply_migrations(database_url)
+    projector = await Projector.open(database_url, projection_set=projection_set, batch_size=batch_size)
+    try:
+        _log.info("projector.started", projection_set=projection_set, cursor=str(projector.cursor))
+        await projector.run(stop, poll_interval=poll_interval)
+    finally:
+        await projector.close()

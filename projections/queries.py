@@ -1,0 +1,245 @@
+"""Reads of the views for the gRPC layer, able to wait for a client's own write.
+
+A client that just appended (and got its game version, or the cursor of its last event) may ask to read
+*at least that*: ``min_version`` for a game's views, ``min_cursor`` for a tournament's standings. The
+read then waits, bounded (``timeout``, 2 s by default), for the projector to get there, and raises
+:class:`ProjectionLag` — carrying the projection's lag — if it does not. Without a minimum the read
+returns whatever is projected now (eventual consistency, the cheap default).
+
+Waiting polls with a short, growing interval (5 ms up to 100 ms): the rows are one primary-key lookup
+away, so a poll costs less than holding a LISTEN connection per waiting request, and the projector's
+batches commit every few milliseconds while it is busy.
+
+Each read is one SQL statement, so what it returns comes from one snapshot (a game's scores never mix
+two batches). Functions take the connection pool to read from: an ``AsyncConnectionPool`` or the
+service's :class:`~service.store.EventStore` (its pool; the projection tables are readable by the
+store's role ``uno_audit_app``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
+
+from psycopg_pool import AsyncConnectionPool
+
+from service.store import Cursor, EventStore
+
+from .projector import DEFAULT_SET, Lag, read_lag
+from .source import Connection
+
+Source: TypeAlias = "AsyncConnectionPool[Any] | EventStore"
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 2.0
+"""How long a read with a minimum waits for the projector, in seconds."""
+
+
+class ProjectionLag(Exception):
+    """The projection did not reach what the read asked for in time; ``lag`` says how far behind it is."""
+
+    def __init__(self, what: str, wanted: object, have: object, lag: Lag) -> None:
+        super().__init__(
+            f"{what}: the projection is at {have}, not yet at {wanted} "
+            f"({lag.events_behind} events, {lag.seconds_behind:.3f} s behind)"
+        )
+        self.wanted = wanted
+        self.have = have
+        self.lag = lag
+
+
+@dataclass(frozen=True, slots=True)
+class SeatScore:
+    """A seat's player and running match total."""
+
+    seat: int
+    player: str
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoundScore:
+    """A finished round: the winner's seat, the points and every seat's cards at the end."""
+
+    round: int
+    winner: int
+    points: int
+    hands: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GameScores:
+    """A game's scores as of its stream version ``version``."""
+
+    game_id: str
+    version: int
+    status: str
+    seats: tuple[SeatScore, ...]
+    rounds: tuple[RoundScore, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One player's line in a tournament's standings."""
+
+    player: str
+    games: int
+    wins: int
+    rounds_won: int
+    points: int
+    uno_penalties_given: int
+    uno_penalties_taken: int
+    challenges_won: int
+    challenges_lost: int
+
+
+@dataclass(frozen=True, slots=True)
+class Standings:
+    """A tournament's standings (most wins first, then most points), as of the checkpoint ``cursor``."""
+
+    tournament_id: str
+    cursor: Cursor
+    rows: tuple[Standing, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Hand:
+    """A seat's cards as of the game's stream version ``version``."""
+
+    game_id: str
+    seat: int
+    version: int
+    cards: tuple[str, ...]
+
+
+_SCORES = """
+SELECT t.version, t.status,
+       coalesce((SELECT json_agg(json_build_array(m.seat, m.player, m.total) ORDER BY m.seat)
+                   FROM match_scores m WHERE m.game_id = t.game_id), '[]'),
+       coalesce((SELECT json_agg(json_build_array(r.round, r.winner, r.points, r.hands) ORDER BY r.round)
+                   FROM round_scores r WHERE r.game_id = t.game_id), '[]')
+  FROM tables t WHERE t.game_id = %s
+"""
+_STANDINGS = """
+SELECT coalesce(cp.xid, '0'::xid8)::text::bigint, coalesce(cp.position, 0),
+       coalesce((SELECT json_agg(json_build_array(s.player, s.games, s.wins, s.rounds_won, s.points,
+                                                  s.uno_penalties_given, s.uno_penalties_taken,
+                                                  s.challenges_won, s.challenges_lost)
+                                 ORDER BY s.wins DESC, s.points DESC, s.player)
+                   FROM standings s WHERE s.tournament_id = %s), '[]')
+  FROM (SELECT) AS one LEFT JOIN projection_checkpoints cp ON cp.projection_set = %s
+"""
+_HAND = """
+SELECT t.version, h.cards FROM tables t LEFT JOIN hands h ON h.game_id = t.game_id AND h.seat = %s
+ WHERE t.game_id = %s
+"""
+
+
+@asynccontextmanager
+async def connection(source: Source) -> AsyncIterator[Connection]:
+    """A connection from ``source``'s pool."""
+    # The store keeps its pool private; until it offers a public accessor, the read models borrow it.
+    pool = source._pool if isinstance(source, EventStore) else source
+    async with pool.connection() as conn:
+        yield conn
+
+
+async def _wait(
+    source: Source,
+    read: Callable[[Connection], Awaitable[tuple[bool, object, T]]],
+    what: str,
+    wanted: object,
+    timeout: float,
+    projection_set: str,
+) -> T:
+    """Run ``read`` until it says its result is recent enough, at most ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        async with connection(source) as conn:
+            enough, have, result = await read(conn)
+            if enough:
+                return result
+            if time.monotonic() >= deadline:
+                raise ProjectionLag(what, wanted, have, await read_lag(conn, projection_set))
+        await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 2, 0.1)
+
+
+async def scores(
+    source: Source,
+    game_id: str,
+    *,
+    min_version: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    projection_set: str = DEFAULT_SET,
+) -> GameScores | None:
+    """The game's match and round scores (``None`` for a game not projected), at ``min_version`` or later."""
+
+    async def read(conn: Connection) -> tuple[bool, object, GameScores | None]:
+        cursor = await conn.execute(_SCORES, (game_id,), prepare=True)
+        row = await cursor.fetchone()
+        version = 0 if row is None else int(row[0])
+        if row is None:
+            return min_version is None, version, None
+        seats = tuple(SeatScore(s, p, t) for s, p, t in row[2])
+        rounds = tuple(RoundScore(r, w, p, tuple(tuple(h) for h in hands)) for r, w, p, hands in row[3])
+        result = GameScores(game_id, version, row[1], seats, rounds)
+        return min_version is None or version >= min_version, version, result
+
+    return await _wait(source, read, f"scores of game {game_id!r}", min_version, timeout, projection_set)
+
+
+async def standings(
+    source: Source,
+    tournament_id: str,
+    *,
+    min_cursor: Cursor | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    projection_set: str = DEFAULT_SET,
+) -> Standings:
+    """The tournament's standings, with every event up to ``min_cursor`` (inclusive) counted.
+
+    ``min_cursor`` is :func:`service.store.cursor_of` of the client's last stored event (its append
+    result's last event).
+    """
+
+    async def read(conn: Connection) -> tuple[bool, object, Standings]:
+        cursor = await conn.execute(_STANDINGS, (tournament_id, projection_set), prepare=True)
+        row = await cursor.fetchone()
+        assert row is not None
+        at = Cursor(int(row[0]), int(row[1]))
+        rows = tuple(Standing(*values) for values in row[2])
+        return min_cursor is None or at >= min_cursor, at, Standings(tournament_id, at, rows)
+
+    return await _wait(source, read, f"standings of {tournament_id!r}", min_cursor, timeout, projection_set)
+
+
+async def hand(
+    source: Source,
+    game_id: str,
+    seat: int,
+    *,
+    min_version: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    projection_set: str = DEFAULT_SET,
+) -> Hand | None:
+    """The seat's cards (``None`` for a game not projected or a seat it does not have), at
+    ``min_version`` or later. Hidden information: the caller decides who may see which seat."""
+
+    async def read(conn: Connection) -> tuple[bool, object, Hand | None]:
+        cursor = await conn.execute(_HAND, (seat, game_id), prepare=True)
+        row = await cursor.fetchone()
+        if row is None:
+            return min_version is None, 0, None
+        version = int(row[0])
+        result = None if row[1] is None else Hand(game_id, seat, version, tuple(row[1]))
+        return min_version is None or version >= min_version, version, result
+
+    return await _wait(
+        source, read, f"hand of seat {seat} in game {game_id!r}", min_version, timeout, projection_set
+    )
