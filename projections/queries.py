@@ -142,9 +142,7 @@ SELECT t.version, h.cards FROM tables t LEFT JOIN hands h ON h.game_id = t.game_
 @asynccontextmanager
 async def connection(source: Source) -> AsyncIterator[Connection]:
     """A connection from ``source``'s pool."""
-    # The store keeps its pool private; until it offers a public accessor, the read models borrow it.
-    pool = source._pool if isinstance(source, EventStore) else source
-    async with pool.connection() as conn:
+    async with source.connection() as conn:
         yield conn
 
 

@@ -71,7 +71,9 @@ class RandomBot:
 
     def turn(self, state: State, seat: int) -> Command:
         """A normal turn: one of the playable cards, or the draw (the launcher in UNO Attack)."""
-        options = self.playable(state, seat)
+        face, colour = state.discard[-1].face, state.colour
+        # play.match (service.rules.decide.playable) inlined: this runs on every turn.
+        options = [c for c in state.hands[seat] if c.is_wild or c.colour is colour or c.face is face]
         pick = int(self.rng.random() * (len(options) + 1))  # uniform over the cards and the draw
         if pick < len(options):
             return self.play(state, seat, options[pick])

@@ -296,6 +296,8 @@ def _needs_target(card: Card, state: State) -> bool:
 def _check_draw(state: State, command: Draw) -> Violation | None:
     if state.variant is Variant.ATTACK:
         return Violation(Rule.ATTACK_LAUNCHER, "UNO Attack has no draw pile: press the launcher")
+    if state.awaiting is Awaiting.PLAY and command.player == state.turn:
+        return None
     if state.awaiting is Awaiting.DRAWN and command.player == state.turn:
         return Violation(Rule.TURN_END, f"{_name(state, command.player)} already drew this turn")
     if state.awaiting is Awaiting.FOLLOW_UP:

@@ -134,7 +134,7 @@ def _with(state: State, **changes: Any) -> State:
 _TURN, _AWAITING, _POINTER = _INDEX["turn"], _INDEX["awaiting"], _INDEX["pointer"]
 _DRAWN, _OWNER, _PREVIOUS = _INDEX["drawn"], _INDEX["turn_owner"], _INDEX["previous"]
 _HANDS, _DISCARD, _COLOUR = _INDEX["hands"], _INDEX["discard"], _INDEX["colour"]
-_EXPOSED, _WD4 = _INDEX["exposed"], _INDEX["wd4"]
+_EXPOSED, _WD4, _PILE = _INDEX["exposed"], _INDEX["wd4"], _INDEX["pile"]
 _W4 = Face.WILD_DRAW_FOUR
 
 
@@ -218,14 +218,15 @@ def _take_from_pile(state: State, taken: tuple[Card, ...]) -> tuple[Card, ...]:
 
 
 def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -> State:
+    # Hot (every draw): written against the field positions directly.
+    values = list(state)
+    values[_HANDS] = _replace_hand(state.hands, seat, state.hands[seat] + taken)
+    values[_PILE] = state.pile[len(taken) :] if state.pile_ordered else without(state.pile, taken)
     if taken and state.exposed == seat:
-        changes.setdefault("exposed", None)  # holding more than one card again: nothing left to catch
-    return _with(
-        state,
-        hands=_replace_hand(state.hands, seat, state.hands[seat] + taken),
-        pile=_take_from_pile(state, taken),
-        **changes,
-    )
+        values[_EXPOSED] = None  # holding more than one card again: nothing left to catch
+    for name, value in changes.items():
+        values[_INDEX[name]] = value
+    return tuple.__new__(State, values)
 
 
 def _dealer_drawn(state: State, event: DealerDrawn) -> State:

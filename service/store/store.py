@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -278,6 +279,11 @@ class EventStore:
     async def close(self) -> None:
         """Close the pool (waits for connections in use to come back)."""
         await self._pool.close()
+
+    def connection(self) -> AbstractAsyncContextManager[Connection]:
+        """A connection of the store's pool (as ``uno_audit_app``), for readers of other tables of the
+        same database, such as the read models; ``async with store.connection() as conn: ...``."""
+        return self._pool.connection()
 
     async def __aenter__(self) -> Self:
         return self

@@ -47,7 +47,7 @@ async def test_the_service_role_lacks_the_privilege(store: EventStore, database_
 
 async def test_the_pool_runs_as_the_service_role(store: EventStore) -> None:
     await new_game(store, "g1")
-    async with store._pool.connection() as conn:  # the store's own connections, as the handler uses them
+    async with store.connection() as conn:  # the store's own connections, as the handler uses them
         cursor = await conn.execute("SELECT current_user")
         assert await cursor.fetchone() == (APP_ROLE,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
