@@ -11,7 +11,7 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 import structlog
@@ -182,8 +182,7 @@ class GameService(pb_grpc.GameServiceServicer):
         except errors.ApiError as error:
             fields.update(outcome="rejected", code=error.code.name, rule=error.reason)
             log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
-            await context.abort_with_status(error.status())
-            raise AssertionError("unreachable: abort_with_status raises") from None
+            await _fail(context, error)
         fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
         fields["version"] = outcome.version
         log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
@@ -301,8 +300,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 rule=error.reason,
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
-            await context.abort_with_status(error.status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, error)
         outcome = created.outcome
         log.info(
             "command",
@@ -329,8 +327,7 @@ class GameService(pb_grpc.GameServiceServicer):
             caller = await self._caller(context, game_id)
             loaded = await self.handler.load(game_id)
         except errors.ApiError as error:
-            await context.abort_with_status(error.status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, error)
         return game_view(game_id, loaded.state, loaded.version, caller, loaded.tournament_id)
 
     async def ListGames(self, request: pb.ListGamesRequest, context: Context) -> pb.ListGamesReply:
@@ -340,8 +337,7 @@ class GameService(pb_grpc.GameServiceServicer):
             if not 1 <= size <= MAX_PAGE:
                 raise errors.invalid("page_size", f"must be 1 to {MAX_PAGE}")
         except errors.ApiError as error:
-            await context.abort_with_status(error.status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, error)
         rows = await self.store.list_games(
             tournament_id=request.tournament_id or None, after=request.page_token or None, limit=size + 1
         )
@@ -396,11 +392,9 @@ class GameService(pb_grpc.GameServiceServicer):
             if found is None:
                 raise errors.not_found(f"no game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
-            await context.abort_with_status(_lagging(lag).status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, _lagging(lag))
         except errors.ApiError as error:
-            await context.abort_with_status(error.status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, error)
         return pb.GetScoresReply(
             game_id=game_id,
             version=found.version,
@@ -428,11 +422,9 @@ class GameService(pb_grpc.GameServiceServicer):
                 cursor = Cursor(request.min_cursor.xid, request.min_cursor.position)
             found = await queries.standings(self.store, tournament, min_cursor=cursor)
         except queries.ProjectionLag as lag:
-            await context.abort_with_status(_lagging(lag).status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, _lagging(lag))
         except errors.ApiError as error:
-            await context.abort_with_status(error.status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, error)
         return pb.GetStandingsReply(
             tournament_id=tournament,
             cursor=pb.ProjectionCursor(xid=found.cursor.xid, position=found.cursor.position),
@@ -466,11 +458,9 @@ class GameService(pb_grpc.GameServiceServicer):
             if found is None:
                 raise errors.not_found(f"no seat {request.seat} of game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
-            await context.abort_with_status(_lagging(lag).status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, _lagging(lag))
         except errors.ApiError as error:
-            await context.abort_with_status(error.status())
-            raise AssertionError("unreachable") from None
+            await _fail(context, error)
         return pb.GetHandReply(
             game_id=game_id, seat=found.seat, version=found.version, cards=list(found.cards)
         )
@@ -493,6 +483,12 @@ class GameService(pb_grpc.GameServiceServicer):
         if request.min_version < 0:
             raise errors.invalid("min_version", "must not be negative")
         return request.min_version
+
+
+async def _fail(context: Context, error: errors.ApiError) -> NoReturn:
+    """End the RPC with ``error`` as a rich status (``abort_with_status`` raises; it never returns)."""
+    await context.abort_with_status(error.status())
+    raise AssertionError("unreachable: abort_with_status raises")
 
 
 def _lagging(lag: queries.ProjectionLag) -> errors.ApiError:

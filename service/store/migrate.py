@@ -4,8 +4,9 @@ Why plain SQL and this little runner rather than a migration framework: the sche
 audit trail an arbiter reads with ``psql``, so it should be readable as it is, and the rules that matter
 here are few and easy to state:
 
-* every file ``NNNN_name.sql`` runs in its own transaction, together with its row in
-  ``schema_migrations`` (name, SHA-256 of the file, time), so a migration is applied completely or not
+* every file ``NNNN_name.sql`` runs in its own transaction, together with its row in the ledger
+  (``schema_migrations`` for the store; the read models keep their own, see :class:`Ledger`: name,
+  SHA-256 of the file, time), so a migration is applied completely or not
   at all, and a crash between two files leaves a consistent, resumable state;
 * migrators that run at the same moment (several service instances starting, or ``migrate`` called twice
   concurrently) are serialised by ``pg_advisory_xact_lock`` taken first in each of those transactions:
@@ -25,21 +26,11 @@ from dataclasses import dataclass
 from importlib import resources
 
 import psycopg
+from psycopg import sql
 
 from .errors import StoreError
 
-# The advisory lock key that serialises migrators (any fixed 64-bit number; this one spells "uno-audi").
-MIGRATION_LOCK_KEY = 0x756E6F2D61756469
-
 _FILE_NAME = re.compile(r"(\d{4}_[a-z0-9_]+)\.sql")
-
-_CREATE_LEDGER = b"""
-CREATE TABLE IF NOT EXISTS schema_migrations (
-    name       text PRIMARY KEY,
-    sha256     bytea NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)
-"""
 
 
 class MigrationError(StoreError):
@@ -55,13 +46,27 @@ class Migration:
 
     @property
     def sha256(self) -> bytes:
-        """The digest recorded in ``schema_migrations``, to notice a file edited after it was applied."""
+        """The digest recorded in the ledger, to notice a file edited after it was applied."""
         return hashlib.sha256(self.sql.encode()).digest()
 
 
-def migrations() -> list[Migration]:
-    """The migrations shipped with this package, in the order they are applied (by name)."""
-    folder = resources.files(__package__).joinpath("migrations")
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """A set of migrations: the package whose ``migrations/`` folder holds them, the table that records
+    them, and the advisory lock key that serialises their migrators (any fixed 64-bit number)."""
+
+    package: str
+    table: str
+    lock_key: int
+
+
+#: The event store's own migrations (the lock key spells "uno-audi").
+STORE = Ledger("service.store", "schema_migrations", 0x756E6F2D61756469)
+
+
+def migrations(ledger: Ledger = STORE) -> list[Migration]:
+    """The migrations shipped with ``ledger``'s package, in the order they are applied (by name)."""
+    folder = resources.files(ledger.package).joinpath("migrations")
     found = []
     for entry in folder.iterdir():
         match = _FILE_NAME.fullmatch(entry.name)
@@ -73,35 +78,36 @@ def migrations() -> list[Migration]:
     return found
 
 
-async def apply_migrations(dsn: str) -> list[str]:
-    """Bring the database at ``dsn`` up to date; return the names of the migrations applied by this call.
+async def apply_migrations(dsn: str, ledger: Ledger = STORE) -> list[str]:
+    """Bring the database at ``dsn`` up to date with ``ledger``'s migrations; return the names applied by
+    this call.
 
     Runs on a connection of its own, as the login user. Safe to call concurrently and repeatedly: a call
     that finds everything applied returns ``[]``.
     """
+    create_ledger = sql.SQL(
+        "CREATE TABLE IF NOT EXISTS {} (name text PRIMARY KEY, sha256 bytea NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    ).format(sql.Identifier(ledger.table))
+    recorded = sql.SQL("SELECT sha256 FROM {} WHERE name = %s").format(sql.Identifier(ledger.table))
+    record = sql.SQL("INSERT INTO {} (name, sha256) VALUES (%s, %s)").format(sql.Identifier(ledger.table))
     applied: list[str] = []
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        for migration in migrations():
+        for migration in migrations(ledger):
             async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
-                await conn.execute(_CREATE_LEDGER)
-                cursor = await conn.execute(
-                    "SELECT sha256 FROM schema_migrations WHERE name = %s", (migration.name,)
-                )
-                row = await cursor.fetchone()
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ledger.lock_key,))
+                await conn.execute(create_ledger)
+                row = await (await conn.execute(recorded, (migration.name,))).fetchone()
                 if row is not None:
                     if bytes(row[0]) != migration.sha256:
                         raise MigrationError(
-                            f"migration {migration.name} was applied from a different file; applied "
-                            "migrations must not change (add a new migration instead)"
+                            f"migration {migration.name} of {ledger.package} was applied from a different "
+                            "file; applied migrations must not change (add a new migration instead)"
                         )
                     continue
                 # No parameters: psycopg sends the file with the simple query protocol, which runs a
                 # script of several statements (DO blocks included) as one request.
                 await conn.execute(migration.sql.encode())
-                await conn.execute(
-                    "INSERT INTO schema_migrations (name, sha256) VALUES (%s, %s)",
-                    (migration.name, migration.sha256),
-                )
+                await conn.execute(record, (migration.name, migration.sha256))
             applied.append(migration.name)
     return applied
