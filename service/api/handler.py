@@ -127,11 +127,6 @@ class CommandHandler:
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
 
-    async def current(self, game_id: str) -> Loaded:
-        """The cached state if there is one, without reading the store (for views)."""
-        loaded = self._cache.get(game_id)
-        return loaded if loaded is not None else await self.load(game_id)
-
     # --- creating ------------------------------------------------------------------------------------
 
     async def create_game(

@@ -13,8 +13,7 @@ module.
 from __future__ import annotations
 
 import enum
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -230,15 +229,3 @@ DECKS: dict[str, tuple[Card, ...]] = {
         + _wilds({Face.WILD: 4, Face.WILD_ALL_HIT: 2, Face.WILD_HIT_FIRE: 2})
     ),
 }
-
-
-def missing_from(deck: Sequence[Card], held: Iterable[Card]) -> list[Card]:
-    """The cards of ``held`` that ``deck`` does not have enough copies of (empty when all fit)."""
-    left = Counter(deck)
-    extra: list[Card] = []
-    for c in held:
-        if left[c] > 0:
-            left[c] -= 1
-        else:
-            extra.append(c)
-    return extra
