@@ -51,14 +51,24 @@ def record_from_game(game: SimulatedGame) -> GameRecord:
     return record_from_steps(created, game.steps)
 
 
-def record_from_steps(created: GameCreated, steps: Sequence[tuple[Command, tuple[Event, ...]]]) -> GameRecord:
+def record_from_steps(
+    created: GameCreated,
+    steps: Sequence[tuple[Command, tuple[Event, ...]]],
+    *,
+    reveal_seed: bool | None = None,
+) -> GameRecord:
     """The record of a game from its first event and its accepted commands with their events.
 
-    The seed is written only once the game has ended (``GameEnded`` reveals it); an unfinished game's
-    record carries the seed's SHA-256 alone.
+    By default the seed is written only once the game has ended (``GameEnded`` reveals it), and an
+    unfinished game's record carries the seed's SHA-256 alone; ``reveal_seed`` decides otherwise (the
+    adjudicator's early look at a game in progress).
     """
     players = created.players
-    revealed = any(isinstance(e, GameEnded) for _, events in steps for e in events)
+    revealed = (
+        reveal_seed
+        if reveal_seed is not None
+        else any(isinstance(e, GameEnded) for _, events in steps for e in events)
+    )
     header = RecordHeader(
         variant=created.variant,
         players=players,

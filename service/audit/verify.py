@@ -18,7 +18,9 @@ The report's JSON shape is the one ``RECORD.md`` documents (see :meth:`Report.to
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -68,9 +70,27 @@ class Finding:
     message: str
 
 
+#: Where a report points: a record line number, or (for a stored game) what the line stands for.
+Place = Callable[[int], int]
+
+#: The evidence keys whose values are record line numbers (the window's opening and closing, the call,
+#: the Wild Draw Four play); a report for a stored game gives them as event positions instead.
+LINE_EVIDENCE = ("window_opened", "window_closed", "called", "played_at")
+
+
+def _same_line(line: int) -> int:
+    return line
+
+
 @dataclass(frozen=True, slots=True)
 class Ruling:
-    """The verdict on one UNO catch or Wild Draw Four challenge."""
+    """The verdict on one UNO catch or Wild Draw Four challenge.
+
+    ``evidence`` always holds the hand at that moment (``hand``: the caught player's, or the Wild Draw
+    Four offender's as it was when played), the active colour and the top card, and the lines of the
+    events that decide the verdict (:data:`LINE_EVIDENCE`); a challenge's also lists the ``matching``
+    cards that made the Wild Draw Four illegal.
+    """
 
     line: int
     kind: str  # "uno-catch" | "wd4-challenge"
@@ -82,15 +102,20 @@ class Ruling:
     reason: str | None
     applied_ok: bool | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, place: Place = _same_line, key: str = "line") -> dict[str, Any]:
+        """The ruling as the report gives it; ``place`` and ``key`` say how lines are referred to."""
+        evidence = {
+            name: (place(value) if name in LINE_EVIDENCE and value is not None else value)
+            for name, value in self.evidence.items()
+        }
         out: dict[str, Any] = {
-            "line": self.line,
+            key: place(self.line),
             "kind": self.kind,
             "by": self.by,
             "against": self.against,
             "verdict": self.verdict,
             "rule": self.rule,
-            "evidence": self.evidence,
+            "evidence": evidence,
         }
         if self.reason is not None:
             out["reason"] = self.reason
@@ -108,12 +133,17 @@ class Report:
     rulings: list[Ruling] = field(default_factory=list)
     stopped_at: int | None = None  # the line the record could no longer be followed at
     state: State | None = None
+    #: The events the replay applied for each line (line → events), in order; lines that changed
+    #: nothing (a catch that earned no penalty, a refused challenge) have none.
+    events: dict[int, list[Event]] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
         return not self.violations
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, place: Place = _same_line, key: str = "line") -> dict[str, Any]:
+        """The documented report object. A stored game's report passes ``place`` (line → event position)
+        and ``key="position"``, so that every reference points into the game's log."""
         state = self.state
         rounds: list[dict[str, Any]] = []
         scores: dict[str, int] = dict.fromkeys(self.players, 0)
@@ -135,13 +165,15 @@ class Report:
         return {
             "valid": self.valid,
             "variant": self.variant,
-            "violations": [{"line": v.line, "rule": v.rule, "message": v.message} for v in self.violations],
-            "rulings": [r.to_json() for r in self.rulings],
+            "violations": [
+                {key: place(v.line), "rule": v.rule, "message": v.message} for v in self.violations
+            ],
+            "rulings": [r.to_json(place, key) for r in self.rulings],
             "rounds": rounds,
             "scores": scores,
             "winner": winner,
             "final": final,
-            "stopped_at": self.stopped_at,
+            "stopped_at": None if self.stopped_at is None else place(self.stopped_at),
         }
 
 
@@ -149,12 +181,18 @@ class _Stop(Exception):
     """The record cannot be followed past this point."""
 
 
-class _Replay:
-    """The running replay of one record."""
+class Replay:
+    """The running replay of one record (see :func:`verify_record`).
 
-    def __init__(self, record: GameRecord) -> None:
+    ``where`` names a line in messages (``"line 12"``; a stored game's report names event positions).
+    :meth:`run` replays the whole record; :meth:`rule_on` then judges one more catch or challenge, as if
+    it were the record's next line (the adjudication of a catch or challenge that was never recorded).
+    """
+
+    def __init__(self, record: GameRecord, where: Callable[[int], str] = "line {}".format) -> None:
         header = record.header
         self.record = record
+        self.where = where
         self.players = header.players
         self.seat = {name: i for i, name in enumerate(header.players)}
         self.report = Report(header.variant.value, header.players)
@@ -201,6 +239,18 @@ class _Replay:
     def violation(self, line: int, rule: Rule, message: str) -> None:
         self.report.violations.append(Finding(line, rule.value, message))
 
+    def rule_on(self, action: Action) -> Ruling | None:
+        """Judge ``action`` (a catch or a challenge) at the point the replay reached, and apply it as its
+        ``applied`` says; the ruling, or ``None`` when the replay had stopped before."""
+        if self.state is None or self.report.stopped_at is not None:
+            return None
+        assert action.kind in (ActionKind.CATCH, ActionKind.CHALLENGE)
+        before = len(self.report.rulings)
+        with contextlib.suppress(_Stop):
+            self.action(action)
+        self.report.state = self.state
+        return self.report.rulings[before] if len(self.report.rulings) > before else None
+
     def apply(self, line: int, command: Command, *, upheld: bool | None = None) -> tuple[Event, ...]:
         """Carry ``command`` out as the table did; stop the replay if it cannot happen."""
         assert self.state is not None
@@ -208,6 +258,7 @@ class _Replay:
             events, self.state = resolve(self.state, command, upheld=upheld)
         except Impossible as impossible:
             self.stop(line, impossible.rule, impossible.message)
+        self.report.events.setdefault(line, []).extend(events)
         return events
 
     def stop(self, line: int, rule: Rule, message: str) -> NoReturn:
@@ -347,6 +398,8 @@ class _Replay:
         )
         evidence: dict[str, Any] = {
             "hand": tokens(state.hands[target]),
+            "active_colour": state.colour.value if state.colour else None,
+            "top": state.discard[-1].token if state.discard else None,
             "window_opened": self.window_opened.get(target),
             "window_closed": self.window_closed.get(target),
             "called": self.called_at.get(target),
@@ -382,13 +435,13 @@ class _Replay:
         name = self.players[target]
         called = self.called_at.get(target)
         if called is not None:
-            return f"{name} called UNO at line {called}"
+            return f"{name} called UNO at {self.where(called)}"
         caught = self.caught_at.get(target)
         if caught is not None:
-            return f"{name} was already caught at line {caught}"
+            return f"{name} was already caught at {self.where(caught)}"
         closed = self.window_closed.get(target)
         if closed is not None:
-            return f"window closed at line {closed}"
+            return f"window closed at {self.where(closed)}"
         return f"{name} has had no UNO window since coming down to one card"
 
     def challenge(self, action: Action, seat: int) -> None:
@@ -521,4 +574,4 @@ def _cards(cards: tuple[Card, ...]) -> str:
 
 def verify_record(record: GameRecord) -> Report:
     """Replay and adjudicate ``record``; see the module docstring."""
-    return _Replay(record).run()
+    return Replay(record).run()

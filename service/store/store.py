@@ -231,6 +231,13 @@ _LIST_GAMES = {
 _SEED = "SELECT seed FROM game_secrets WHERE game_id = %s"
 _SEAT_FOR_TOKEN = "SELECT seat FROM seats WHERE game_id = %s AND token_sha256 = %s"
 _COMMAND = "SELECT game_id, request_sha256, first_version, last_version FROM commands WHERE command_id = %s"
+_LEDGER_LAST_VERSION = "SELECT max(last_version) FROM commands WHERE game_id = %s"
+# The audit trail's disputes (partial index events_disputes, migration 0002).
+_DISPUTE_TYPES = "type IN ('DisputeFiled', 'DisputeRuled')"
+_DISPUTES = {
+    False: f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_DISPUTE_TYPES} ORDER BY game_id, version",
+    True: f"SELECT {_EVENT_COLUMNS} FROM events WHERE {_DISPUTE_TYPES} AND game_id = %s ORDER BY version",
+}
 
 
 class _CommandSeen(Exception):
@@ -542,6 +549,25 @@ class EventStore:
             cursor = await conn.execute(_COMMAND, (command_id,), prepare=True)
             row = await cursor.fetchone()
             return None if row is None else (row[0], bytes(row[1]), row[2], row[3])
+
+    async def ledger_last_version(self, game_id: str) -> int | None:
+        """The highest version the command ledger says was written for the game (``None``: no command).
+
+        The verifier compares it with the stream's end: events removed from the end leave no hole.
+        """
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(_LEDGER_LAST_VERSION, (game_id,), prepare=True)
+            row = await cursor.fetchone()
+            return None if row is None or row[0] is None else int(row[0])
+
+    async def dispute_events(self, game_id: str | None = None) -> list[StoredEvent]:
+        """The ``DisputeFiled`` and ``DisputeRuled`` events of one game, or of all (by game, then version)."""
+        async with self._pool.connection() as conn:
+            if game_id is None:
+                cursor = await conn.execute(_DISPUTES[False])
+            else:
+                cursor = await conn.execute(_DISPUTES[True], (game_id,), prepare=True)
+            return [_event(row) for row in await cursor.fetchall()]
 
     def listen(self) -> Listener:
         """The ids of games as they are appended to, from ``LISTEN uno_events``.

@@ -1,0 +1,125 @@
+"""Audit entries: what the audit trail adds to a game's stream besides the game's own events.
+
+They are stored like any event (hash-chained, append-only, in the game's stream, so a filing or a ruling
+is as tamper-evident as a play), but the rules engine does not know them: the command handler, the read
+models and the verifier's replay step over them (:data:`AUDIT_TYPES`).
+
+* :class:`DisputeFiled` — a seated player disputes an UNO catch or a Wild Draw Four challenge at a
+  position of the log; :class:`DisputeRuled` — the adjudicator's ruling on it, with the verdict, the rule
+  and the evidence the verifier found.
+* :class:`SeedRevealed` — the adjudicator saw the secret dealing seed of a game still in progress (the
+  seed itself is not written: everyone can read the log while the game goes on).
+* :class:`RecordImported` and :class:`RecordLine` — a game played at a table, stored as the record it was
+  written down as: the header facts and the hash of the text, then every physical line of it, verbatim,
+  one event each (so line *n* is at position *n* + 1, and the export gives back the same bytes).
+
+Payloads are plain JSON objects of the fields below (no floats: ``jsonb`` must give back what was hashed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class DisputeKind(enum.Enum):
+    """What a dispute is about; the value is the kind a verifier's ruling carries."""
+
+    UNO_CATCH = "uno-catch"
+    WD4_CHALLENGE = "wd4-challenge"
+
+
+@dataclass(frozen=True, slots=True)
+class DisputeFiled:
+    """``seat`` disputes the ``kind`` at ``position`` (a position of the same stream, before this entry).
+
+    ``target`` is the player the dispute is about when it names one (the player who should have been
+    caught); ``claim`` is the player's own words.
+    """
+
+    dispute_id: str
+    seat: int
+    kind: str
+    position: int
+    target: int | None
+    claim: str
+
+
+@dataclass(frozen=True, slots=True)
+class DisputeRuled:
+    """The adjudicator's ruling on dispute ``dispute_id``: the verifier's verdict, rule and evidence.
+
+    ``evidence`` is the ruling's evidence as the game's report gives it (positions, the hand, the colour);
+    ``note`` is the adjudicator's remark, if any. A ruling records the verdict; it does not rewrite the game.
+    """
+
+    dispute_id: str
+    verdict: str
+    rule: str
+    reason: str | None
+    by: str
+    against: str
+    position: int
+    evidence: dict[str, Any]
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRevealed:
+    """The adjudicator saw the secret seed (committed as ``seed_sha256``) before the game ended."""
+
+    seed_sha256: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordImported:
+    """A table game's record was imported; ``lines`` physical lines follow as :class:`RecordLine` entries.
+
+    ``sha256`` is the hash of the imported text (UTF-8), ``final_newline`` whether it ended with a line
+    break (so that the export is byte for byte the import). ``outcome`` is what the verifier of the day
+    found (``valid``, ``rounds``, ``scores``, ``winner``, ``stopped_at``): a later re-verification after a
+    rules fix compares against it.
+    """
+
+    format: str
+    sha256: str
+    lines: int
+    final_newline: bool
+    outcome: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLine:
+    """Physical line ``line`` of an imported record, exactly as written (blank and comment lines too)."""
+
+    line: int
+    text: str
+
+
+Entry = DisputeFiled | DisputeRuled | SeedRevealed | RecordImported | RecordLine
+ENTRY_TYPES: dict[str, type] = {
+    cls.__name__: cls for cls in (DisputeFiled, DisputeRuled, SeedRevealed, RecordImported, RecordLine)
+}
+#: The stored event types of the audit trail: not game events.
+AUDIT_TYPES = frozenset(ENTRY_TYPES)
+
+
+def encode_entry(entry: Entry) -> tuple[str, dict[str, Any]]:
+    """``(type name, payload)`` of ``entry``."""
+    return type(entry).__name__, dataclasses.asdict(entry)
+
+
+def decode_entry(kind: str, payload: Mapping[str, Any]) -> Entry:
+    """The entry of type ``kind`` with ``payload``; raises ``ValueError`` if it does not fit."""
+    cls = ENTRY_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(f"{kind!r} is not an audit entry")
+    names = {f.name for f in dataclasses.fields(cls)}
+    if set(payload) != names:
+        raise ValueError(f"a {kind} entry has the fields {sorted(names)}, not {sorted(payload)}")
+    entry: Entry = cls(**payload)
+    return entry

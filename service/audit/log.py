@@ -1,0 +1,384 @@
+"""A stored game's stream, read back as the record it stands for.
+
+The verifier judges records (:mod:`service.audit.verify`); a stored game becomes one here, so that a game
+the service ran, a game imported from a table and a record file are all judged by the same replay:
+
+* a game the service ran (*live*): its events are grouped by the command that wrote them (the
+  ``command_id`` of their metadata), each group is read back as the command it answered, and
+  :func:`service.audit.export.record_from_steps` writes the record. The command is read from the
+  events, which the hash chain covers, not from the metadata, which it does not;
+* an *imported* game: its :class:`~service.audit.entries.RecordLine` entries are the record's text.
+
+Either way :class:`GameLog` knows which position of the stream each record line stands for (a live
+line: its command's first event; an imported line: its own entry), so reports and rulings can point
+into the log. Audit entries (disputes, rulings, a revealed seed) are kept apart from the game.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from service.codec import decode_event
+from service.rules.commands import (
+    Accept,
+    CallUno,
+    Catch,
+    Challenge,
+    Choose,
+    Command,
+    Draw,
+    Pass,
+    Play,
+    Press,
+    Reshuffle,
+    StartRound,
+)
+from service.rules.events import (
+    Awaiting,
+    CardDrawn,
+    CardPlayed,
+    CardsTaken,
+    ColourChosen,
+    DealerDrawn,
+    Event,
+    GameCreated,
+    LauncherPressed,
+    Passed,
+    PileReshuffled,
+    RoundEnded,
+    RoundStarted,
+    UnoCalled,
+    UnoCaught,
+    Wd4Accepted,
+    Wd4Challenged,
+)
+from service.rules.state import State, evolve, new_state
+from service.rules.violations import Rule
+from service.store import StoredEvent
+
+from .entries import (
+    AUDIT_TYPES,
+    DisputeFiled,
+    DisputeRuled,
+    Entry,
+    RecordImported,
+    RecordLine,
+    SeedRevealed,
+    decode_entry,
+)
+from .export import record_from_steps
+from .record import GameRecord, RoundBlock, read_record, write_record
+
+
+class LogError(ValueError):
+    """A stream that cannot be read as a game at all (its events do not decode, or it has no start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dispute:
+    """A dispute as the log tells it: the filing, and the ruling once there is one."""
+
+    filed_at: int
+    filed: DisputeFiled
+    ruled_at: int | None = None
+    ruling: DisputeRuled | None = None
+
+    def to_json(self, players: Sequence[str]) -> dict[str, Any]:
+        filed = self.filed
+        return {
+            "dispute_id": filed.dispute_id,
+            "filed_at": self.filed_at,
+            "by": players[filed.seat] if 0 <= filed.seat < len(players) else filed.seat,
+            "kind": filed.kind,
+            "position": filed.position,
+            "target": (
+                players[filed.target]
+                if filed.target is not None and 0 <= filed.target < len(players)
+                else None
+            ),
+            "claim": filed.claim,
+            "status": "ruled" if self.ruling is not None else "open",
+            "ruled_at": self.ruled_at,
+            "ruling": dataclasses.asdict(self.ruling) if self.ruling is not None else None,
+        }
+
+
+def collect_disputes(entries: Iterable[tuple[int, Entry]]) -> list[Dispute]:
+    """The disputes among ``(position, entry)`` pairs of one game, in filing order, with their rulings."""
+    found: dict[str, Dispute] = {}
+    for position, entry in entries:
+        if isinstance(entry, DisputeFiled):
+            found[entry.dispute_id] = Dispute(position, entry)
+        elif isinstance(entry, DisputeRuled) and entry.dispute_id in found:
+            found[entry.dispute_id] = dataclasses.replace(
+                found[entry.dispute_id], ruled_at=position, ruling=entry
+            )
+    return list(found.values())
+
+
+class GameLog:
+    """One game's stored stream, split into the game and its audit trail.
+
+    ``rows`` are the stream's events in version order (a damaged stream is read as it is: a hole or a
+    swap shows in the chain check, and the record follows what is there). ``seed`` is the game's secret
+    seed when the caller may use it (the verifier inside the service); the record carries it only when
+    ``reveal`` says so.
+    """
+
+    def __init__(self, game_id: str, rows: Sequence[StoredEvent], seed: bytes | None = None) -> None:
+        if not rows:
+            raise LogError(f"game {game_id!r} has no events")
+        self.game_id = game_id
+        self.rows = list(rows)
+        self.seed = seed
+        self.entries: list[tuple[StoredEvent, Entry]] = []
+        self.game_rows: list[StoredEvent] = []
+        for row in self.rows:
+            if row.type in AUDIT_TYPES:
+                try:
+                    self.entries.append((row, decode_entry(row.type, row.payload)))
+                except (TypeError, ValueError) as bad:
+                    raise LogError(f"the {row.type} entry at {row.version} does not decode: {bad}") from None
+            else:
+                self.game_rows.append(row)
+        first = self.entries[0][1] if self.entries and self.entries[0][0] is self.rows[0] else None
+        self.imported: RecordImported | None = first if isinstance(first, RecordImported) else None
+        self.version = self.rows[-1].version
+
+    # --- what the log says ------------------------------------------------------------------------------
+
+    @property
+    def origin(self) -> str:
+        """``"imported"`` for a table game's record, ``"live"`` for a game the service ran."""
+        return "imported" if self.imported is not None else "live"
+
+    @property
+    def players(self) -> tuple[str, ...]:
+        """The players' names in seat order."""
+        if self.imported is not None:
+            return read_record(self.record_text()).header.players
+        return tuple(self.rows[0].payload.get("players", ()))
+
+    def disputes(self) -> list[Dispute]:
+        """Every dispute filed in this game, in filing order, with its ruling when there is one."""
+        return collect_disputes((row.version, entry) for row, entry in self.entries)
+
+    def seed_revealed_at(self) -> int | None:
+        """The position the seed became public at: ``GameEnded``, or the adjudicator's early look."""
+        for row in self.rows:
+            if row.type == "GameEnded" or row.type == SeedRevealed.__name__:
+                return row.version
+        return None
+
+    def record_text(self) -> str:
+        """An imported game's record, byte for byte as it was imported."""
+        assert self.imported is not None
+        lines = [entry.text for _, entry in self.entries if isinstance(entry, RecordLine)]
+        return "\n".join(lines) + ("\n" if self.imported.final_newline else "")
+
+    def stored_outcome(self) -> dict[str, Any]:
+        """The outcome the log holds: for a live game what its events say (rounds, scores, winner), for
+        an imported one what the verifier said at import."""
+        if self.imported is not None:
+            return dict(self.imported.outcome)
+        players: tuple[str, ...] = ()
+        rounds: list[dict[str, Any]] = []
+        scores: list[int] = []
+        winner = None
+        for row in self.game_rows:
+            if row.type == "GameCreated":
+                players = tuple(row.payload["players"])
+                scores = [0] * len(players)
+            elif row.type == "RoundEnded":
+                ended = decode_event(row.type, row.payload)
+                assert isinstance(ended, RoundEnded)
+                rounds.append({"round": ended.round, "winner": players[ended.winner], "points": ended.points})
+                scores[ended.winner] += ended.points
+            elif row.type == "GameEnded":
+                winner = players[row.payload["winner"]]
+        return {"rounds": rounds, "scores": dict(zip(players, scores, strict=True)), "winner": winner}
+
+    # --- the record it stands for -----------------------------------------------------------------------
+
+    def record(self, *, reveal: bool) -> LoggedRecord:
+        """The game as a record, with the position of every line. ``reveal`` writes the seed into the
+        header (a live game's replay then re-derives every card from it); without it the header carries
+        the seed's hash alone."""
+        if self.imported is not None:
+            return self._imported_record()
+        return self._live_record(reveal)
+
+    def _imported_record(self) -> LoggedRecord:
+        positions = {entry.line: row.version for row, entry in self.entries if isinstance(entry, RecordLine)}
+        return LoggedRecord(read_record(self.record_text()), positions, {})
+
+    def _live_record(self, reveal: bool) -> LoggedRecord:
+        groups = _command_groups(self.game_rows)
+        created_row = groups[0][0]
+        try:
+            created = decode_event(created_row.type, created_row.payload)
+        except ValueError as bad:
+            raise LogError(f"the first event does not decode: {bad}") from None
+        if not isinstance(created, GameCreated):
+            raise LogError(f"game {self.game_id!r} does not start with GameCreated")
+        seed = self.seed if reveal else None
+        created = dataclasses.replace(created, seed=seed)
+        state = new_state(dataclasses.replace(created, seed=self.seed))
+        steps: list[tuple[Command, tuple[Event, ...]]] = []
+        firsts: list[int] = []
+        stored_groups: list[tuple[StoredEvent, ...]] = []
+        rest = groups[0][1:]
+        for group in [rest, *groups[1:]] if rest else groups[1:]:
+            try:
+                events = tuple(decode_event(row.type, row.payload) for row in group)
+            except ValueError as bad:
+                raise LogError(f"the event at {group[0].version} does not decode: {bad}") from None
+            steps.append((_command_of(state, events, group[0].version), events))
+            firsts.append(group[0].version)
+            stored_groups.append(tuple(group))
+            for event in events:
+                state = evolve(state, event)
+        record = numbered(record_from_steps(created, steps, reveal_seed=reveal))
+        positions = {record.header.line: created_row.version}
+        steps_of_line: dict[int, tuple[StoredEvent, ...]] = {}
+        lines: list[int] = []
+        for block in record.rounds:
+            lines.append(block.start.line)
+            lines.extend(action.line for action in block.actions)
+        for line, first, written in zip(lines, firsts, stored_groups, strict=True):
+            positions[line] = first
+            steps_of_line[line] = written
+        return LoggedRecord(record, positions, steps_of_line)
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRecord:
+    """A stored game as a record: ``positions`` maps each record line to the stream position it stands
+    for; ``stored`` maps each line of a live game to the stored events its command wrote."""
+
+    record: GameRecord
+    positions: dict[int, int]
+    stored: dict[int, tuple[StoredEvent, ...]]
+
+    def position(self, line: int) -> int:
+        """The stream position of record line ``line`` (a line past the record: the position after)."""
+        found = self.positions.get(line)
+        if found is not None:
+            return found
+        lines = sorted(self.positions)
+        at = bisect.bisect_right(lines, line)
+        return self.positions[lines[at - 1]] + 1 if at else 1
+
+    def line_at(self, position: int) -> int | None:
+        """The record line whose events include ``position``: the last line starting at or before it."""
+        best: tuple[int, int] | None = None
+        for line, start in self.positions.items():
+            if start <= position and (best is None or start > best[0]):
+                best = (start, line)
+        return best[1] if best is not None else None
+
+
+def numbered(record: GameRecord) -> GameRecord:
+    """``record`` with every item's line number set to its line in the canonical text (header: 1)."""
+    header = dataclasses.replace(record.header, line=1)
+    number = 1
+    rounds = []
+    for block in record.rounds:
+        number += 1
+        start = dataclasses.replace(block.start, line=number)
+        actions = []
+        for action in block.actions:
+            number += 1
+            actions.append(dataclasses.replace(action, line=number))
+        rounds.append(RoundBlock(start, tuple(actions)))
+    return GameRecord(header, tuple(rounds))
+
+
+def truncated(record: GameRecord, last_line: int) -> GameRecord:
+    """``record`` up to and including line ``last_line``."""
+    rounds = []
+    for block in record.rounds:
+        if block.start.line > last_line:
+            break
+        rounds.append(RoundBlock(block.start, tuple(a for a in block.actions if a.line <= last_line)))
+    return GameRecord(record.header, tuple(rounds))
+
+
+def last_line(record: GameRecord) -> int:
+    """The number of the record's last line (its header's, for a record without rounds)."""
+    if not record.rounds:
+        return record.header.line
+    block = record.rounds[-1]
+    return block.actions[-1].line if block.actions else block.start.line
+
+
+def record_sha256(text: str) -> str:
+    """The SHA-256 (hex) of a record's text, as :class:`RecordImported` keeps it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def export_text(log: GameLog, *, reveal: bool) -> str:
+    """The ``uno-game-record/1`` text of a stored game (an imported game's exactly as imported)."""
+    if log.imported is not None:
+        return log.record_text()
+    return write_record(log.record(reveal=reveal).record)
+
+
+# --- reading commands back from their events -------------------------------------------------------------
+
+
+def _command_groups(rows: Sequence[StoredEvent]) -> list[list[StoredEvent]]:
+    """The game's events, grouped by the command that wrote them (consecutive events sharing a command id)."""
+    groups: list[list[StoredEvent]] = []
+    current: object = None
+    for row in rows:
+        command_id = row.metadata.get("command_id", row.version)
+        if not groups or command_id != current:
+            groups.append([])
+            current = command_id
+        groups[-1].append(row)
+    return groups
+
+
+def _command_of(state: State, events: tuple[Event, ...], position: int) -> Command:
+    """The command whose answer ``events`` were, given the state before them.
+
+    The first *turn action* among the events names it (consequences such as a reshuffle may come
+    before it); the state tells a pass from a draw that found nothing to draw, and who chose a Green
+    Shell's target.
+    """
+    for event in events:
+        if isinstance(event, RoundStarted | DealerDrawn):
+            return StartRound()
+        if isinstance(event, CardPlayed):
+            return Play(event.player, event.card, event.colour, event.uno, event.target)
+        if isinstance(event, CardDrawn):
+            return Draw(event.player)
+        if isinstance(event, Passed):
+            pending = state.awaiting in (Awaiting.DRAWN, Awaiting.FOLLOW_UP)
+            return Pass(event.player) if pending else Draw(event.player)
+        if isinstance(event, LauncherPressed) and event.cause is Rule.ATTACK_LAUNCHER:
+            return Press(event.player)
+        if isinstance(event, UnoCalled):
+            return CallUno(event.player)
+        if isinstance(event, UnoCaught):
+            return Catch(event.by, event.target)
+        if isinstance(event, Wd4Challenged):
+            return Challenge(event.player)
+        if isinstance(event, Wd4Accepted):
+            return Accept(event.player)
+        if isinstance(event, ColourChosen):
+            return Choose(event.player, colour=event.colour)
+        if isinstance(event, CardsTaken) and event.cause is Rule.MK_ITEM_GREEN_SHELL:
+            return Choose(state.turn, target=event.player)
+    if events and all(isinstance(e, PileReshuffled) for e in events):
+        reshuffled = events[0]
+        assert isinstance(reshuffled, PileReshuffled)
+        return Reshuffle(reshuffled.pile)
+    names = ", ".join(type(e).__name__ for e in events) or "nothing"
+    raise LogError(f"the events at {position} ({names}) answer no command")

@@ -1,0 +1,287 @@
+"""Verify and adjudicate a stored game: the record verifier, pointed at the log.
+
+:func:`verify_game` gives a stored game's full report: what :func:`service.audit.verify.verify_record`
+finds in the record the game stands for (violations, rulings, rounds, scores, the final table), every
+reference given as a position of the game's stream, plus
+
+* ``chain`` — the hash chain recomputed (:func:`service.audit.chain.check_chain`);
+* ``seed`` — the commitment checked and every card re-derived from the seed (fair dealing);
+* ``replay`` — for a game the service ran, each command's stored events compared with what today's rules
+  engine makes of the same command, and the stored outcome with the replayed one (a rules fix shows
+  here); for an imported game, the outcome the verifier found at import;
+* ``projections`` — the read models' cross-check, when the caller ran it;
+* ``disputes`` — every dispute filed and its ruling.
+
+:func:`adjudicate` rules on one catch or challenge at a position: the one recorded there, or one that
+was attempted there and never made it into the log (a live game refuses an invalid catch; a dispute
+says it was attempted).
+
+Everything here is pure: the caller reads the stream (and the secret seed, if it may) and passes them in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from service.codec import encode_event
+from service.rules.violations import Rule
+
+from .chain import check_chain
+from .entries import DisputeKind
+from .log import GameLog, LoggedRecord, last_line, truncated
+from .record import Action, ActionKind
+from .verify import Replay, Report, Ruling
+
+#: Events that carry cards taken from the pile: a difference in one of them is a fair-dealing mismatch.
+CARD_EVENTS = frozenset(
+    {
+        "RoundStarted",
+        "DealerDrawn",
+        "CardDrawn",
+        "CardsTaken",
+        "LauncherPressed",
+        "CardFlipped",
+        "FlipReturned",
+        "PileReshuffled",
+    }
+)
+
+
+class AdjudicationError(ValueError):
+    """A catch or challenge that cannot be adjudicated as asked: bad input (``invalid``; ``field`` names
+    it), or a game that cannot be followed as far as the position."""
+
+    def __init__(self, field: str, message: str, *, invalid: bool = True) -> None:
+        super().__init__(message)
+        self.field = field
+        self.invalid = invalid
+
+
+def _replay(logged: LoggedRecord) -> Replay:
+    return Replay(logged.record, where=lambda line: f"position {logged.position(line)}")
+
+
+def verify_game(
+    log: GameLog,
+    *,
+    ledger_last_version: int | None = None,
+    projection_problems: list[str] | None = None,
+    show_seed: bool = False,
+) -> dict[str, Any]:
+    """The full report of a stored game (see the module docstring).
+
+    ``log.seed`` is used to re-derive the cards whenever it is given; ``show_seed`` also prints it (the
+    game has ended, or the adjudicator revealed it). ``projection_problems`` is the read models'
+    cross-check (``None``: not run).
+    """
+    findings = check_chain(log.game_id, log.rows, ledger_last_version)
+    logged = log.record(reveal=log.seed is not None)
+    report = _replay(logged).run()
+    place = logged.position
+    body = report.to_json(place, "position")
+    divergence = _divergence(logged, report) if log.imported is None else None
+    replayed = {key: body[key] for key in ("rounds", "scores", "winner")}
+    stored = log.stored_outcome()
+    if log.imported is not None:
+        replayed.update(valid=report.valid, stopped_at=body["stopped_at"])
+        stored_compared = {key: stored.get(key) for key in replayed}
+    else:
+        stored_compared = stored
+    seed = _seed_section(log, logged, report, divergence, show_seed)
+    projections = None if projection_problems is None else {"problems": projection_problems}
+    disputes = [d.to_json(logged.record.header.players) for d in log.disputes()]
+    outcome_differs = stored_compared != replayed
+    valid = (
+        report.valid
+        and not findings
+        and divergence is None
+        and not outcome_differs
+        and seed["commitment_ok"] is not False
+        and not projection_problems
+    )
+    return {
+        "game_id": log.game_id,
+        "origin": log.origin,
+        "version": log.version,
+        "status": "over" if report.state is not None and report.state.winner is not None else "in-progress",
+        **body,
+        "valid": valid,
+        "rules_valid": report.valid,
+        "chain": {
+            "valid": not findings,
+            "events": len(log.rows),
+            "head": log.rows[-1].hash.hex(),
+            "findings": [f.to_json() for f in findings],
+        },
+        "seed": seed,
+        "replay": {
+            "diverged_at": divergence,
+            "outcome_differs": outcome_differs,
+            "stored": stored_compared,
+            "replayed": replayed,
+        },
+        "projections": projections,
+        "disputes": disputes,
+    }
+
+
+def _divergence(logged: LoggedRecord, report: Report) -> dict[str, Any] | None:
+    """The first stored event that today's engine does not make of the same command, or ``None``."""
+    for line in sorted(logged.stored):
+        stored = logged.stored[line]
+        replayed = [encode_event(e) for e in report.events.get(line, [])]
+        for index, row in enumerate(stored):
+            mine = replayed[index] if index < len(replayed) else None
+            if mine != (row.type, row.payload):
+                return {
+                    "position": row.version,
+                    "stored": {"type": row.type, "payload": row.payload},
+                    "replayed": None if mine is None else {"type": mine[0], "payload": mine[1]},
+                }
+        if len(replayed) > len(stored):
+            kind, payload = replayed[len(stored)]
+            return {
+                "position": stored[-1].version + 1,
+                "stored": None,
+                "replayed": {"type": kind, "payload": payload},
+            }
+        if report.stopped_at is not None and line >= report.stopped_at:
+            break
+    return None
+
+
+def _seed_section(
+    log: GameLog, logged: LoggedRecord, report: Report, divergence: dict[str, Any] | None, show_seed: bool
+) -> dict[str, Any]:
+    header = logged.record.header
+    committed = header.seed_sha256
+    seed = log.seed if log.seed is not None else header.seed
+    commitment_ok = None
+    if seed is not None and committed is not None:
+        commitment_ok = hashlib.sha256(seed).hexdigest() == committed
+    mismatches = [
+        {"position": logged.position(v.line), "message": v.message}
+        for v in report.violations
+        if v.rule == Rule.FAIR_COMMIT.value
+    ]
+    if (
+        divergence is not None
+        and (divergence["stored"] or divergence["replayed"] or {}).get("type") in CARD_EVENTS
+    ):
+        mismatches.append(
+            {
+                "position": divergence["position"],
+                "message": "the stored cards are not the ones the seed deals",
+            }
+        )
+    revealed_at = log.seed_revealed_at()
+    return {
+        "committed": committed,
+        "status": "none" if seed is None else ("revealed" if revealed_at is not None else "secret"),
+        "revealed_at": revealed_at,
+        "seed": seed.hex() if seed is not None and show_seed else None,
+        "commitment_ok": commitment_ok,
+        "checked_to": (log.version if report.stopped_at is None else logged.position(report.stopped_at))
+        if seed is not None
+        else None,
+        "mismatches": mismatches,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Adjudication:
+    """A ruling on one catch or challenge of a stored game, with where it stands in the log."""
+
+    position: int
+    recorded: bool  # the catch or challenge is in the log; otherwise it was attempted, not recorded
+    ruling: dict[str, Any]
+
+
+def adjudicate(
+    log: GameLog, kind: DisputeKind, position: int, *, by: int | None = None, target: int | None = None
+) -> Adjudication:
+    """Rule on the ``kind`` at ``position`` of ``log`` (see the module docstring).
+
+    When the log holds a catch (a challenge) at ``position``, that one is judged; otherwise one made right
+    after ``position`` is: a catch by ``by`` of ``target`` (default: the player whose UNO window is open,
+    or who holds one card; by anyone else), a challenge by ``by`` (default: the Wild Draw Four's victim).
+    Raises :class:`AdjudicationError` for a position outside the log or a game that cannot be followed
+    that far.
+    """
+    if not 1 <= position <= log.version:
+        raise AdjudicationError("position", f"the game's positions are 1 to {log.version}, not {position}")
+    logged = log.record(reveal=log.seed is not None)
+    record = logged.record
+    names = record.header.players
+    for name, seat in (("by", by), ("target", target)):
+        if seat is not None and not 0 <= seat < len(names):
+            raise AdjudicationError(name, f"seats are 0 to {len(names) - 1}, not {seat}")
+    line = logged.line_at(position)
+    if line is None:
+        raise AdjudicationError("position", f"position {position} is not part of the game")
+    recorded = _recorded_action(logged, line, kind)
+    if recorded is not None and _matches(recorded, names, by, target):
+        replay = _replay_to(logged, line - 1)
+        ruling = replay.rule_on(recorded)
+        return _adjudication(logged, replay, ruling, line, position, recorded=True)
+    replay = _replay_to(logged, line)
+    state = replay.state
+    assert state is not None
+    synthetic = last_line(record) + 1
+    if kind is DisputeKind.UNO_CATCH:
+        if target is None:
+            holding_one = [seat for seat, hand in enumerate(state.hands) if len(hand) == 1 and seat != by]
+            target = state.exposed if state.exposed is not None else next(iter(holding_one), None)
+        if target is None:
+            target = state.turn if by != state.turn else (state.turn + 1) % len(names)
+        if by is None:
+            by = (target + 1) % len(names)
+        action = Action(line=synthetic, by=names[by], kind=ActionKind.CATCH, target=names[target])
+    else:
+        if by is None:
+            by = state.turn  # the Wild Draw Four's victim, while the game waits for the answer
+        action = Action(line=synthetic, by=names[by], kind=ActionKind.CHALLENGE)
+    ruling = replay.rule_on(action)
+    return _adjudication(logged, replay, ruling, synthetic, position, recorded=False)
+
+
+def _recorded_action(logged: LoggedRecord, line: int, kind: DisputeKind) -> Action | None:
+    wanted = ActionKind.CATCH if kind is DisputeKind.UNO_CATCH else ActionKind.CHALLENGE
+    for block in logged.record.rounds:
+        for action in block.actions:
+            if action.line == line and action.kind is wanted:
+                return action
+    return None
+
+
+def _matches(action: Action, names: tuple[str, ...], by: int | None, target: int | None) -> bool:
+    return (by is None or action.by == names[by]) and (target is None or action.target == names[target])
+
+
+def _replay_to(logged: LoggedRecord, line: int) -> Replay:
+    replay = Replay(truncated(logged.record, line), where=lambda n: f"position {logged.position(n)}")
+    report = replay.run()
+    if report.stopped_at is not None:
+        raise AdjudicationError(
+            "position",
+            f"the game cannot be followed past position {logged.position(report.stopped_at)}: "
+            f"{report.violations[-1].message}",
+            invalid=False,
+        )
+    return replay
+
+
+def _adjudication(
+    logged: LoggedRecord, replay: Replay, ruling: Ruling | None, line: int, position: int, *, recorded: bool
+) -> Adjudication:
+    if ruling is None:
+        raise AdjudicationError(
+            "position", f"the game cannot be followed to position {position}", invalid=False
+        )
+
+    def place(n: int) -> int:
+        return position if n == line else logged.position(n)
+
+    return Adjudication(position, recorded, ruling.to_json(place, "position"))
