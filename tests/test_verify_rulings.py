@@ -125,7 +125,14 @@ def test_a_catch_while_the_window_is_open_earns_the_penalty(variant: str) -> Non
         "against": "ann",
         "verdict": "penalty",
         "rule": "uno.catch",
-        "evidence": {"hand": ["G7"], "window_opened": 8, "window_closed": None, "called": None},
+        "evidence": {
+            "hand": ["G7"],
+            "active_colour": "R",
+            "top": "R1",
+            "window_opened": 8,
+            "window_closed": None,
+            "called": None,
+        },
         "applied_ok": None,
     }
     assert hand(report, "ann") == Counter(["G7", "B8", "B9"])

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import grpc
 
+from service.audit.entries import AUDIT_TYPES, RecordImported
 from service.codec import decode_event, encode_event
 from service.rules.commands import Command, CreateGame
 from service.rules.decide import CommandError, create, execute
@@ -100,6 +101,13 @@ class CommandHandler:
             events = await self.store.read_stream(game_id)
             if not events:
                 raise errors.not_found(f"no game {game_id!r}")
+            if events[0].type == RecordImported.__name__:
+                raise errors.ApiError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"game {game_id!r} is an imported table record: it takes no commands and has no live "
+                    "table; AuditService verifies, exports and rules on it",
+                    "IMPORTED_GAME",
+                )
             first = decode_event(events[0].type, events[0].payload)
             assert isinstance(first, GameCreated)
             seed = await self.store.seed(game_id)
@@ -117,7 +125,8 @@ class CommandHandler:
         for stored in events:
             if stored.version <= loaded.version:
                 continue  # a command of this server applied it while the read was under way
-            state = evolve(state, decode_event(stored.type, stored.payload))
+            if stored.type not in AUDIT_TYPES:  # disputes and rulings are the log's, not the game's
+                state = evolve(state, decode_event(stored.type, stored.payload))
             loaded.version, loaded.last_hash = stored.version, stored.hash
         loaded.state = state
 

@@ -28,15 +28,19 @@ from grpc_reflection.v1alpha import reflection
 from projections import queries
 from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import read_lag, run_projector
-from service.api.gen.uno.audit.v1 import game_pb2, game_pb2_grpc
+from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, game_pb2_grpc
+from service.audit.auditor import Auditor
 from service.store import EventStore
 
+from .audit_servicer import AuditService
 from .auth import token_hash
+from .callers import Callers
 from .handler import CommandHandler
 from .notify import Notifier
 from .servicer import GameService
 
 SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
+AUDIT_SERVICE_NAME = audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name
 GRACE_SECONDS = 10.0
 
 
@@ -124,19 +128,27 @@ async def start_server(
     notifier = Notifier(store)
     notifier.start()
     server = grpc.aio.server()
-    admin = token_hash(admin_token) if admin_token else None
+    callers = Callers(store, token_hash(admin_token) if admin_token else None)
     game_pb2_grpc.add_GameServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        GameService(store, handler, notifier, admin_token_hash=admin), server
+        GameService(store, handler, notifier, callers), server
+    )
+    audit_pb2_grpc.add_AuditServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        AuditService(Auditor(store), callers), server
     )
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
-        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME),
+        (
+            SERVICE_NAME,
+            AUDIT_SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
         server,
     )
     port = server.add_insecure_port(listen)
     await server.start()
-    for name in ("", SERVICE_NAME):
+    for name in ("", SERVICE_NAME, AUDIT_SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     stopping = asyncio.Event()
     background = [asyncio.create_task(_report_projection_lag(store, health, stopping), name="projection-lag")]

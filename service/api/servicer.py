@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
 
@@ -30,7 +29,8 @@ from service.rules.options import OptionError, make_options
 from service.store import Cursor, EventStore
 
 from . import errors
-from .auth import ADMIN, SPECTATOR, Caller, bearer, is_admin, token_hash
+from .auth import Caller
+from .callers import Callers
 from .handler import CommandHandler, Outcome
 from .notify import Notifier
 from .views import VARIANT_OF, event_message, game_view
@@ -39,12 +39,11 @@ log = structlog.get_logger("uno_audit.api")
 Context = grpc.aio.ServicerContext[Any, Any]
 
 MAX_ID = 128
-SEAT_CACHE = 100_000
 MAX_PAGE = 500
 COLOURS = {c.value: c for c in Colour}
 
 
-def _id(value: str, field: str) -> str:
+def valid_id(value: str, field: str) -> str:
     if not value or len(value) > MAX_ID or not value.isprintable():
         raise errors.invalid(field, f"must be 1 to {MAX_ID} printable characters")
     return value
@@ -81,7 +80,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _request_hash(method: str, request: pb_message.Message) -> bytes:
+def request_hash_of(method: str, request: pb_message.Message) -> bytes:
     return hashlib.sha256(method.encode() + b"\0" + request.SerializeToString(deterministic=True)).digest()
 
 
@@ -93,39 +92,12 @@ class GameService(pb_grpc.GameServiceServicer):
         store: EventStore,
         handler: CommandHandler,
         notifier: Notifier,
-        *,
-        admin_token_hash: bytes | None,
+        callers: Callers,
     ) -> None:
         self.store = store
         self.handler = handler
         self.notifier = notifier
-        self.admin_token_hash = admin_token_hash
-        self._seats: OrderedDict[tuple[str, bytes], int] = OrderedDict()  # (game, token hash) -> seat, LRU
-
-    # --- callers ---------------------------------------------------------------------------------------
-
-    def _server_caller(self, context: Context) -> tuple[Caller, str | None]:
-        token = bearer(context.invocation_metadata())
-        if token == "":
-            raise errors.unauthenticated("authorization metadata must be 'Bearer <token>'")
-        if token is not None and is_admin(token, self.admin_token_hash):
-            return ADMIN, token
-        return SPECTATOR, token
-
-    async def _caller(self, context: Context, game_id: str) -> Caller:
-        caller, token = self._server_caller(context)
-        if caller.admin or token is None:
-            return caller
-        key = (game_id, token_hash(token))
-        seat = self._seats.get(key)
-        if seat is None:
-            seat = await self.store.seat_for_token(game_id, key[1])
-            if seat is None:
-                raise errors.unauthenticated("the token is not a seat token of this game")
-            self._seats[key] = seat
-            if len(self._seats) > SEAT_CACHE:
-                self._seats.popitem(last=False)
-        return Caller(seat=seat)
+        self.callers = callers
 
     @staticmethod
     def _acting_seat(caller: Caller, header: pb.CommandHeader) -> int:
@@ -154,11 +126,11 @@ class GameService(pb_grpc.GameServiceServicer):
         header: pb.CommandHeader = request.header
         fields: dict[str, Any] = {"command": method, "game": header.game_id, "command_id": header.command_id}
         try:
-            game_id = _id(header.game_id, "header.game_id")
-            command_id = _id(header.command_id, "header.command_id")
+            game_id = valid_id(header.game_id, "header.game_id")
+            command_id = valid_id(header.command_id, "header.command_id")
             if header.HasField("expected_version") and header.expected_version < 0:
                 raise errors.invalid("header.expected_version", "must not be negative")
-            caller = await self._caller(context, game_id)
+            caller = await self.callers.caller(context, game_id)
             if start_round is not None:
                 if caller.spectator:
                     raise errors.unauthenticated(
@@ -175,14 +147,14 @@ class GameService(pb_grpc.GameServiceServicer):
                 game_id,
                 command,
                 command_id=command_id,
-                request_hash=_request_hash(method, request),
+                request_hash=request_hash_of(method, request),
                 expected_version=header.expected_version if header.HasField("expected_version") else None,
                 metadata={"command_id": command_id, "actor": seat, "command": method},
             )
         except errors.ApiError as error:
             fields.update(outcome="rejected", code=error.code.name, rule=error.reason)
             log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
-            await _fail(context, error)
+            await fail(context, error)
         fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
         fields["version"] = outcome.version
         log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
@@ -257,8 +229,8 @@ class GameService(pb_grpc.GameServiceServicer):
     async def CreateGame(self, request: pb.CreateGameRequest, context: Context) -> pb.CreateGameReply:
         started = time.perf_counter()
         try:
-            caller, _ = self._server_caller(context)
-            command_id = _id(request.command_id, "command_id")
+            caller, _ = self.callers.server_caller(context)
+            command_id = valid_id(request.command_id, "command_id")
             variant = VARIANT_OF.get(request.variant)
             if variant is None:
                 raise errors.invalid("variant", "choose CLASSIC, SONIC, ATTACK or MARIO_KART")
@@ -281,7 +253,7 @@ class GameService(pb_grpc.GameServiceServicer):
             created = await self.handler.create_game(
                 create,
                 command_id=command_id,
-                request_hash=_request_hash("CreateGame", request),
+                request_hash=request_hash_of("CreateGame", request),
                 tournament_id=request.tournament_id,
                 metadata={
                     "command_id": command_id,
@@ -300,7 +272,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 rule=error.reason,
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
-            await _fail(context, error)
+            await fail(context, error)
         outcome = created.outcome
         log.info(
             "command",
@@ -323,21 +295,21 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def GetGame(self, request: pb.GetGameRequest, context: Context) -> pb.GameView:
         try:
-            game_id = _id(request.game_id, "game_id")
-            caller = await self._caller(context, game_id)
+            game_id = valid_id(request.game_id, "game_id")
+            caller = await self.callers.caller(context, game_id)
             loaded = await self.handler.load(game_id)
         except errors.ApiError as error:
-            await _fail(context, error)
+            await fail(context, error)
         return game_view(game_id, loaded.state, loaded.version, caller, loaded.tournament_id)
 
     async def ListGames(self, request: pb.ListGamesRequest, context: Context) -> pb.ListGamesReply:
         try:
-            self._server_caller(context)  # a malformed authorization header is refused here too
+            self.callers.server_caller(context)  # a malformed authorization header is refused here too
             size = request.page_size or 50
             if not 1 <= size <= MAX_PAGE:
                 raise errors.invalid("page_size", f"must be 1 to {MAX_PAGE}")
         except errors.ApiError as error:
-            await _fail(context, error)
+            await fail(context, error)
         rows = await self.store.list_games(
             tournament_id=request.tournament_id or None, after=request.page_token or None, limit=size + 1
         )
@@ -360,10 +332,10 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def WatchGame(self, request: pb.WatchGameRequest, context: Context) -> AsyncIterator[pb.Event]:
         try:
-            game_id = _id(request.game_id, "game_id")
+            game_id = valid_id(request.game_id, "game_id")
             if request.after_version < 0:
                 raise errors.invalid("after_version", "must not be negative")
-            caller = await self._caller(context, game_id)
+            caller = await self.callers.caller(context, game_id)
             loaded = await self.handler.load(game_id)
         except errors.ApiError as error:
             await context.abort_with_status(error.status())
@@ -385,16 +357,16 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def GetScores(self, request: pb.GetScoresRequest, context: Context) -> pb.GetScoresReply:
         try:
-            game_id = _id(request.game_id, "game_id")
-            await self._caller(context, game_id)
+            game_id = valid_id(request.game_id, "game_id")
+            await self.callers.caller(context, game_id)
             wanted = self._min_version(request)
             found = await queries.scores(self.store, game_id, min_version=wanted)
             if found is None:
                 raise errors.not_found(f"no game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
-            await _fail(context, _lagging(lag))
+            await fail(context, _lagging(lag))
         except errors.ApiError as error:
-            await _fail(context, error)
+            await fail(context, error)
         return pb.GetScoresReply(
             game_id=game_id,
             version=found.version,
@@ -413,8 +385,8 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def GetStandings(self, request: pb.GetStandingsRequest, context: Context) -> pb.GetStandingsReply:
         try:
-            tournament = _id(request.tournament_id, "tournament_id")
-            self._server_caller(context)
+            tournament = valid_id(request.tournament_id, "tournament_id")
+            self.callers.server_caller(context)
             cursor = None
             if request.HasField("min_cursor"):
                 if request.min_cursor.xid < 0 or request.min_cursor.position < 0:
@@ -422,9 +394,9 @@ class GameService(pb_grpc.GameServiceServicer):
                 cursor = Cursor(request.min_cursor.xid, request.min_cursor.position)
             found = await queries.standings(self.store, tournament, min_cursor=cursor)
         except queries.ProjectionLag as lag:
-            await _fail(context, _lagging(lag))
+            await fail(context, _lagging(lag))
         except errors.ApiError as error:
-            await _fail(context, error)
+            await fail(context, error)
         return pb.GetStandingsReply(
             tournament_id=tournament,
             cursor=pb.ProjectionCursor(xid=found.cursor.xid, position=found.cursor.position),
@@ -446,8 +418,8 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def GetHand(self, request: pb.GetHandRequest, context: Context) -> pb.GetHandReply:
         try:
-            game_id = _id(request.game_id, "game_id")
-            caller = await self._caller(context, game_id)
+            game_id = valid_id(request.game_id, "game_id")
+            caller = await self.callers.caller(context, game_id)
             if caller.spectator:
                 raise errors.unauthenticated("reading a hand needs that seat's token or the admin's")
             if not caller.admin and request.seat != caller.seat:
@@ -458,9 +430,9 @@ class GameService(pb_grpc.GameServiceServicer):
             if found is None:
                 raise errors.not_found(f"no seat {request.seat} of game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
-            await _fail(context, _lagging(lag))
+            await fail(context, _lagging(lag))
         except errors.ApiError as error:
-            await _fail(context, error)
+            await fail(context, error)
         return pb.GetHandReply(
             game_id=game_id, seat=found.seat, version=found.version, cards=list(found.cards)
         )
@@ -485,7 +457,7 @@ class GameService(pb_grpc.GameServiceServicer):
         return request.min_version
 
 
-async def _fail(context: Context, error: errors.ApiError) -> NoReturn:
+async def fail(context: Context, error: errors.ApiError) -> NoReturn:
     """End the RPC with ``error`` as a rich status (``abort_with_status`` raises; it never returns)."""
     await context.abort_with_status(error.status())
     raise AssertionError("unreachable: abort_with_status raises")

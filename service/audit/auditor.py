@@ -63,6 +63,7 @@ class Imported:
     """An imported record: the new game, its version, and the verifier's report at import."""
 
     game_id: str
+    players: tuple[str, ...]
     version: int
     report: dict[str, Any]
     duplicate: bool
@@ -335,23 +336,26 @@ class Auditor:
         entries += [RecordLine(number, line) for number, line in enumerate(lines, start=1)]
         game_id = str(uuid.uuid4())
         header = record.header
-        result = await self.store.create_game(
-            game_id,
-            variant=header.variant.value,
-            players=header.players,
-            tournament_id=tournament_id,
-            seed=header.seed,
-            seat_token_hashes=seat_token_hashes(len(header.players)),
-            command_id=command_id,
-            request_hash=request_hash,
-            events=[NewEvent(*encode_entry(e)) for e in entries],
-            metadata={"command_id": command_id, "actor": "adjudicator", "command": "ImportRecord"},
-        )
+        try:
+            result = await self.store.create_game(
+                game_id,
+                variant=header.variant.value,
+                players=header.players,
+                tournament_id=tournament_id,
+                seed=header.seed,
+                seat_token_hashes=seat_token_hashes(len(header.players)),
+                command_id=command_id,
+                request_hash=request_hash,
+                events=[NewEvent(*encode_entry(e)) for e in entries],
+                metadata={"command_id": command_id, "actor": "adjudicator", "command": "ImportRecord"},
+            )
+        except CommandReused:
+            raise Refused("invalid", "already used for another request", "command_id") from None
         if result.duplicate:
             seen = await self.store.command(command_id)
             assert seen is not None
-            return Imported(seen[0], result.last_version, report, True)
-        return Imported(game_id, result.last_version, report, False)
+            return Imported(seen[0], header.players, result.last_version, report, True)
+        return Imported(game_id, header.players, result.last_version, report, False)
 
     async def _append(
         self, game_id: str, command_id: str, request_hash: bytes, decide: Callable[[GameLog], list[Entry]]

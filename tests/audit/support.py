@@ -1,4 +1,4 @@
-"""Helpers for the audit tests: games written to a real event store the way the command handler writes them."""
+"""Helpers for the audit tests: games written to a real event store as the command handler writes them."""
 
 from __future__ import annotations
 

@@ -1,0 +1,310 @@
+"""``AuditService``: the adjudicator's gRPC door to the verifier, disputes, export and import.
+
+Every RPC validates its input first (INVALID_ARGUMENT names the field), then checks the caller: the admin
+token is the adjudicator; a seat token may file a dispute for its own seat and list its game's disputes.
+The work is :class:`service.audit.auditor.Auditor`'s; this module maps requests, replies and refusals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import grpc
+import structlog
+from google.protobuf import struct_pb2
+
+from service.api.gen.uno.audit.v1 import audit_pb2 as pb
+from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
+from service.audit.auditor import Auditor, Refused
+from service.audit.entries import DisputeKind
+from service.audit.log import Dispute
+
+from . import errors
+from .auth import new_token, token_hash
+from .callers import Callers, Context
+from .servicer import fail, request_hash_of, valid_id
+
+log = structlog.get_logger("uno_audit.audit")
+
+KINDS = {pb.UNO_CATCH: DisputeKind.UNO_CATCH, pb.WD4_CHALLENGE: DisputeKind.WD4_CHALLENGE}
+KIND_VALUES = {kind.value: value for value, kind in KINDS.items()}
+_REFUSALS = {
+    "invalid": grpc.StatusCode.INVALID_ARGUMENT,
+    "not-found": grpc.StatusCode.NOT_FOUND,
+    "precondition": grpc.StatusCode.FAILED_PRECONDITION,
+    "conflict": grpc.StatusCode.ABORTED,
+}
+
+
+def _struct(value: dict[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(value)
+    return out
+
+
+def _refusal(refused: Refused) -> errors.ApiError:
+    if refused.kind == "invalid" and refused.field is not None:
+        return errors.invalid(refused.field, refused.message)
+    code = _REFUSALS[refused.kind]
+    return errors.ApiError(code, refused.message, code.name)
+
+
+def _kind(value: int) -> DisputeKind:
+    kind: DisputeKind | None = KINDS.get(value)  # type: ignore[call-overload]
+    if kind is None:
+        raise errors.invalid("kind", "choose UNO_CATCH or WD4_CHALLENGE")
+    return kind
+
+
+def _position(value: int) -> int:
+    if value < 1:
+        raise errors.invalid("position", "positions start at 1")
+    return value
+
+
+def _ruling(ruling: dict[str, Any], kind: DisputeKind, position: int, recorded: bool) -> pb.Ruling:
+    return pb.Ruling(
+        kind=KIND_VALUES[kind.value],
+        verdict=ruling["verdict"],
+        rule=ruling["rule"],
+        reason=ruling.get("reason") or "",
+        by=ruling["by"],
+        against=ruling["against"],
+        position=position,
+        recorded=recorded,
+        evidence=_struct(ruling["evidence"]),
+    )
+
+
+def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
+    filed = dispute.filed
+    kind = DisputeKind(filed.kind)
+    out = pb.Dispute(
+        dispute_id=filed.dispute_id,
+        game_id=game_id,
+        filed_at=dispute.filed_at,
+        ruled_at=dispute.ruled_at or 0,
+        seat=filed.seat,
+        kind=KIND_VALUES[filed.kind],
+        position=filed.position,
+        claim=filed.claim,
+        status="open" if dispute.ruling is None else "ruled",
+    )
+    if filed.target is not None:
+        out.target = filed.target
+    ruled = dispute.ruling
+    if ruled is not None:
+        out.note = ruled.note
+        out.ruling.CopyFrom(
+            _ruling(
+                {
+                    "verdict": ruled.verdict,
+                    "rule": ruled.rule,
+                    "reason": ruled.reason,
+                    "by": ruled.by,
+                    "against": ruled.against,
+                    "evidence": ruled.evidence,
+                },
+                kind,
+                ruled.position,
+                True,
+            )
+        )
+    return out
+
+
+class AuditService(pb_grpc.AuditServiceServicer):
+    """The ``uno.audit.v1.AuditService`` implementation."""
+
+    def __init__(self, auditor: Auditor, callers: Callers) -> None:
+        self.auditor = auditor
+        self.callers = callers
+
+    async def VerifyGame(self, request: pb.VerifyGameRequest, context: Context) -> pb.VerifyGameReply:
+        started = time.perf_counter()
+        try:
+            game_id = valid_id(request.game_id, "game_id")
+            command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
+            self.callers.admin(context)
+            check = request.check_projections if request.HasField("check_projections") else True
+            report = await self.auditor.verify(
+                game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
+            )
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+        findings = report["chain"]["findings"]
+        diverged = report["replay"]["diverged_at"]
+        log.info(
+            "verify",
+            game=game_id,
+            valid=report["valid"],
+            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        return pb.VerifyGameReply(
+            valid=report["valid"],
+            rules_valid=report["rules_valid"],
+            chain_valid=report["chain"]["valid"],
+            first_tampered_position=min((f["position"] for f in findings), default=0),
+            diverged_at=diverged["position"] if diverged else 0,
+            outcome_differs=report["replay"]["outcome_differs"],
+            report=_struct(report),
+        )
+
+    async def _adjudicate(
+        self, request: pb.AdjudicateRequest, context: Context, kind: DisputeKind
+    ) -> pb.Ruling:
+        try:
+            game_id = valid_id(request.game_id, "game_id")
+            position = _position(request.position)
+            self.callers.admin(context)
+            found = await self.auditor.adjudicate(
+                game_id,
+                kind,
+                position,
+                by=request.by if request.HasField("by") else None,
+                target=request.target if request.HasField("target") else None,
+            )
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+        return _ruling(found.ruling, kind, found.position, found.recorded)
+
+    async def AdjudicateCatch(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
+        return await self._adjudicate(request, context, DisputeKind.UNO_CATCH)
+
+    async def AdjudicateChallenge(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
+        return await self._adjudicate(request, context, DisputeKind.WD4_CHALLENGE)
+
+    async def FileDispute(self, request: pb.FileDisputeRequest, context: Context) -> pb.Dispute:
+        try:
+            game_id = valid_id(request.game_id, "game_id")
+            command_id = valid_id(request.command_id, "command_id")
+            kind = _kind(request.kind)
+            position = _position(request.position)
+            caller = await self.callers.caller(context, game_id)
+            if caller.admin:
+                if not request.HasField("as_seat"):
+                    raise errors.invalid("as_seat", "the admin must name the seat it files for")
+                seat = request.as_seat
+            elif caller.seat is None:
+                raise errors.unauthenticated("filing a dispute needs a seat token of this game")
+            elif request.HasField("as_seat") and request.as_seat != caller.seat:
+                raise errors.denied(f"a seat token files only for its own seat ({caller.seat})")
+            else:
+                seat = caller.seat
+            dispute = await self.auditor.file_dispute(
+                game_id,
+                seat=seat,
+                kind=kind,
+                position=position,
+                target=request.target if request.HasField("target") else None,
+                claim=request.claim,
+                command_id=command_id,
+                request_hash=request_hash_of("FileDispute", request),
+            )
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+        log.info("dispute", game=game_id, dispute=dispute.filed.dispute_id, seat=seat, kind=kind.value)
+        return _dispute(game_id, dispute)
+
+    async def RuleOnDispute(self, request: pb.RuleOnDisputeRequest, context: Context) -> pb.Dispute:
+        try:
+            game_id = valid_id(request.game_id, "game_id")
+            dispute_id = valid_id(request.dispute_id, "dispute_id")
+            command_id = valid_id(request.command_id, "command_id")
+            self.callers.admin(context)
+            dispute = await self.auditor.rule_on_dispute(
+                game_id,
+                dispute_id,
+                note=request.note,
+                command_id=command_id,
+                request_hash=request_hash_of("RuleOnDispute", request),
+            )
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+        assert dispute.ruling is not None
+        log.info("ruling", game=game_id, dispute=dispute_id, verdict=dispute.ruling.verdict)
+        return _dispute(game_id, dispute)
+
+    async def ListDisputes(self, request: pb.ListDisputesRequest, context: Context) -> pb.ListDisputesReply:
+        try:
+            game_id = valid_id(request.game_id, "game_id") if request.game_id else None
+            if game_id is None:
+                self.callers.admin(context)
+            else:
+                caller = await self.callers.caller(context, game_id)
+                if caller.spectator:
+                    raise errors.unauthenticated(
+                        "listing disputes needs a seat token of this game or the admin"
+                    )
+            found = await self.auditor.list_disputes(game_id, request.status or None)
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+        return pb.ListDisputesReply(disputes=[_dispute(game, dispute) for game, dispute in found])
+
+    async def ExportGame(self, request: pb.ExportGameRequest, context: Context) -> pb.ExportGameReply:
+        try:
+            game_id = valid_id(request.game_id, "game_id")
+            command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
+            self.callers.admin(context)
+            text = await self.auditor.export(game_id, reveal_seed=request.reveal_seed, command_id=command_id)
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+        return pb.ExportGameReply(record=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+
+    async def ImportRecord(self, request: pb.ImportRecordRequest, context: Context) -> pb.ImportRecordReply:
+        tokens: list[str] = []
+
+        def hashes(count: int) -> list[bytes]:
+            tokens.extend(new_token() for _ in range(count))
+            return [token_hash(t) for t in tokens]
+
+        try:
+            command_id = valid_id(request.command_id, "command_id")
+            if len(request.tournament_id) > 128:
+                raise errors.invalid("tournament_id", "at most 128 characters")
+            self.callers.admin(context)
+            imported = await self.auditor.import_record(
+                request.record,
+                tournament_id=request.tournament_id,
+                seat_token_hashes=hashes,
+                command_id=command_id,
+                request_hash=request_hash_of("ImportRecord", request),
+            )
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+        if imported.duplicate:
+            await fail(
+                context,
+                errors.ApiError(
+                    grpc.StatusCode.ALREADY_EXISTS,
+                    "this command id already imported the record; its seat tokens were shown once, not again",
+                    "GAME_EXISTS",
+                    game_id=imported.game_id,
+                ),
+            )
+        log.info("import", game=imported.game_id, valid=imported.report["valid"], version=imported.version)
+        return pb.ImportRecordReply(
+            game_id=imported.game_id,
+            version=imported.version,
+            seats=[
+                pb.ImportSeat(seat=seat, player=name, token=token)
+                for seat, (name, token) in enumerate(zip(imported.players, tokens, strict=True))
+            ],
+            report=_struct(imported.report),
+        )

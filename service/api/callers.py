@@ -1,0 +1,63 @@
+"""Who is calling an RPC: the admin (adjudicator), a seat of the game, or a spectator.
+
+One :class:`Callers` serves every servicer of a server, so the seat-token cache is shared: a token is
+looked up in the store once, then answered from memory (LRU, bounded).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import grpc
+
+from service.store import EventStore
+
+from . import errors
+from .auth import ADMIN, SPECTATOR, Caller, bearer, is_admin, token_hash
+
+Context = grpc.aio.ServicerContext[Any, Any]
+SEAT_CACHE = 100_000
+
+
+class Callers:
+    """Resolves the caller of an RPC from its ``authorization: Bearer <token>`` metadata."""
+
+    def __init__(self, store: EventStore, admin_token_hash: bytes | None) -> None:
+        self.store = store
+        self.admin_token_hash = admin_token_hash
+        self._seats: OrderedDict[tuple[str, bytes], int] = OrderedDict()  # (game, token hash) -> seat
+
+    def server_caller(self, context: Context) -> tuple[Caller, str | None]:
+        """The admin, or a spectator with the token it sent (a seat token needs the game to resolve)."""
+        token = bearer(context.invocation_metadata())
+        if token == "":
+            raise errors.unauthenticated("authorization metadata must be 'Bearer <token>'")
+        if token is not None and is_admin(token, self.admin_token_hash):
+            return ADMIN, token
+        return SPECTATOR, token
+
+    async def caller(self, context: Context, game_id: str) -> Caller:
+        """The caller as far as ``game_id`` is concerned; UNAUTHENTICATED for a token of no seat of it."""
+        caller, token = self.server_caller(context)
+        if caller.admin or token is None:
+            return caller
+        key = (game_id, token_hash(token))
+        seat = self._seats.get(key)
+        if seat is None:
+            seat = await self.store.seat_for_token(game_id, key[1])
+            if seat is None:
+                raise errors.unauthenticated("the token is not a seat token of this game")
+            self._seats[key] = seat
+            if len(self._seats) > SEAT_CACHE:
+                self._seats.popitem(last=False)
+        return Caller(seat=seat)
+
+    def admin(self, context: Context) -> None:
+        """Refuse anyone but the admin (the adjudicator)."""
+        caller, token = self.server_caller(context)
+        if caller.admin:
+            return
+        if token is None:
+            raise errors.unauthenticated("this needs the adjudicator's (admin) token")
+        raise errors.denied("only the adjudicator (admin token) may do this")
