@@ -350,11 +350,11 @@ class Auditor:
                 metadata={"command_id": command_id, "actor": "adjudicator", "command": "ImportRecord"},
             )
         except CommandReused:
-            raise Refused("invalid", "already used for another request", "command_id") from None
-        if result.duplicate:
+            # Every import draws a new game id, so its retry reaches the store as a reused command id.
             seen = await self.store.command(command_id)
-            assert seen is not None
-            return Imported(seen[0], header.players, result.last_version, report, True)
+            if seen is None or seen[1] != request_hash:
+                raise Refused("invalid", "already used for another request", "command_id") from None
+            return Imported(seen[0], header.players, seen[3], report, True)
         return Imported(game_id, header.players, result.last_version, report, False)
 
     async def _append(

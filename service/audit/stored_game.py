@@ -85,7 +85,7 @@ def verify_game(
     replayed = {key: body[key] for key in ("rounds", "scores", "winner")}
     stored = log.stored_outcome()
     if log.imported is not None:
-        replayed.update(valid=report.valid, stopped_at=body["stopped_at"])
+        replayed.update(valid=report.valid, stopped_at=report.stopped_at)  # a line, as at import
         stored_compared = {key: stored.get(key) for key in replayed}
     else:
         stored_compared = stored

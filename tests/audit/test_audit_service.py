@@ -1,0 +1,312 @@
+"""AuditService end to end: a real server on a real PostgreSQL, called over a real gRPC channel."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import json_format
+
+from service.api.gen.uno.audit.v1 import audit_pb2 as apb
+from service.api.gen.uno.audit.v1 import audit_pb2_grpc
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.gen.uno.audit.v1 import game_pb2_grpc
+from service.api.server import RunningServer
+from service.audit.record import read_record
+from service.audit.verify import verify_record
+from service.rules.options import Variant
+from tests.api.support import ADMIN, auth, count_rows, create_game, error_info, fails_with, header, new_id
+
+from .support import store_simulated
+
+RECORDS = Path(__file__).parent.parent / "data" / "records"
+
+AuditStub = audit_pb2_grpc.AuditServiceStub
+
+
+def report_of(reply: apb.VerifyGameReply) -> dict[str, Any]:
+    return json_format.MessageToDict(reply.report)
+
+
+@pytest.mark.parametrize("variant", list(Variant))
+async def test_a_stored_game_verifies_and_its_export_verifies_offline(
+    server: RunningServer, audit: AuditStub, variant: Variant
+) -> None:
+    game_id = await store_simulated(server.store, variant, seed=11)
+
+    reply = await audit.VerifyGame(apb.VerifyGameRequest(game_id=game_id), metadata=ADMIN)
+    report = report_of(reply)
+    assert reply.valid and reply.rules_valid and reply.chain_valid, report
+    assert (reply.first_tampered_position, reply.diverged_at, reply.outcome_differs) == (0, 0, False)
+    assert report["status"] == "over" and report["seed"]["status"] == "revealed"
+    assert report["seed"]["commitment_ok"] is True and report["seed"]["mismatches"] == []
+
+    exported = await audit.ExportGame(apb.ExportGameRequest(game_id=game_id), metadata=ADMIN)
+    assert exported.sha256 == hashlib.sha256(exported.record.encode()).hexdigest()
+    offline = verify_record(read_record(exported.record)).to_json()
+    assert offline["valid"], offline["violations"]
+    assert (offline["scores"], offline["winner"]) == (report["scores"], report["winner"])
+
+
+async def test_a_game_played_over_grpc_verifies_with_rulings_pointing_into_its_log(
+    server: RunningServer, stub: game_pb2_grpc.GameServiceStub, audit: AuditStub
+) -> None:
+    game = await create_game(stub, players=2)
+    await stub.StartRound(pb.StartRoundRequest(header=header(game.game_id)), metadata=game.seat(0))
+    view = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id), metadata=ADMIN)
+
+    reply = await audit.VerifyGame(apb.VerifyGameRequest(game_id=game.game_id), metadata=ADMIN)
+    report = report_of(reply)
+    assert reply.valid, report
+    assert report["status"] == "in-progress" and report["version"] == view.version
+    # The seed stays secret while the game goes on: it is used, not shown.
+    assert report["seed"]["status"] == "secret" and report["seed"]["seed"] is None
+    assert report["seed"]["checked_to"] == view.version
+
+
+async def test_only_the_adjudicator_verifies(server: RunningServer, stub: Any, audit: AuditStub) -> None:
+    game = await create_game(stub, players=2)
+    request = apb.VerifyGameRequest(game_id=game.game_id)
+    await fails_with(audit.VerifyGame(request), grpc.StatusCode.UNAUTHENTICATED)
+    await fails_with(audit.VerifyGame(request, metadata=game.seat(0)), grpc.StatusCode.PERMISSION_DENIED)
+    await fails_with(
+        audit.VerifyGame(apb.VerifyGameRequest(game_id="nope"), metadata=ADMIN), grpc.StatusCode.NOT_FOUND
+    )
+    await fails_with(
+        audit.VerifyGame(apb.VerifyGameRequest(game_id=""), metadata=ADMIN),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="game_id",
+    )
+
+
+async def test_revealing_the_seed_of_a_game_in_progress_is_recorded_once(
+    server: RunningServer, stub: Any, audit: AuditStub
+) -> None:
+    game = await create_game(stub, players=2)
+    await stub.StartRound(pb.StartRoundRequest(header=header(game.game_id)), metadata=game.seat(0))
+    before = await server.store.stream_version(game.game_id)
+
+    await fails_with(
+        audit.ExportGame(apb.ExportGameRequest(game_id=game.game_id), metadata=ADMIN),
+        grpc.StatusCode.FAILED_PRECONDITION,
+    )
+    await fails_with(
+        audit.VerifyGame(apb.VerifyGameRequest(game_id=game.game_id, reveal_seed=True), metadata=ADMIN),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="command_id",
+    )
+    assert await server.store.stream_version(game.game_id) == before  # refusals append nothing
+
+    request = apb.VerifyGameRequest(game_id=game.game_id, reveal_seed=True, command_id=new_id())
+    report = report_of(await audit.VerifyGame(request, metadata=ADMIN))
+    seed = bytes.fromhex(report["seed"]["seed"])
+    assert hashlib.sha256(seed).hexdigest() == report["seed"]["committed"]
+    assert report["seed"]["revealed_at"] == before + 1
+    events = await server.store.read_stream(game.game_id, after_version=before)
+    assert [e.type for e in events] == ["SeedRevealed"]
+    assert "seed" not in events[0].payload  # the log says it was revealed, not what it is
+
+    await audit.VerifyGame(request, metadata=ADMIN)  # a retry reveals nothing more
+    exported = await audit.ExportGame(apb.ExportGameRequest(game_id=game.game_id), metadata=ADMIN)
+    assert read_record(exported.record).header.seed == seed
+    assert await server.store.stream_version(game.game_id) == before + 1
+    # The game goes on after the audit entry.
+    view = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id), metadata=ADMIN)
+    seat = view.turn
+    await stub.Draw(pb.DrawRequest(header=header(game.game_id)), metadata=game.seat(seat))
+
+
+@pytest.mark.parametrize("name", ["classic_wd4_upheld", "sonic_scoring_230", "classic_violations"])
+async def test_an_imported_record_is_stored_as_recorded_and_verifies_like_the_file(
+    server: RunningServer, audit: AuditStub, name: str
+) -> None:
+    text = (RECORDS / f"{name}.jsonl").read_text(encoding="utf-8")
+    offline = verify_record(read_record(text)).to_json()
+
+    reply = await audit.ImportRecord(apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN)
+    assert [s.player for s in reply.seats] == list(read_record(text).header.players)
+    assert json_format.MessageToDict(reply.report)["valid"] == offline["valid"]
+
+    report = report_of(await audit.VerifyGame(apb.VerifyGameRequest(game_id=reply.game_id), metadata=ADMIN))
+    assert report["origin"] == "imported"
+    assert report["rules_valid"] == offline["valid"] and report["chain"]["valid"]
+    assert report["replay"]["outcome_differs"] is False
+    # The same findings, at positions: line n of the record is position n + 1 of the game's log.
+    assert [(v["position"], v["rule"]) for v in report["violations"]] == [
+        (v["line"] + 1, v["rule"]) for v in offline["violations"]
+    ]
+    assert [(r["position"], r["verdict"]) for r in report["rulings"]] == [
+        (r["line"] + 1, r["verdict"]) for r in offline["rulings"]
+    ]
+    exported = await audit.ExportGame(apb.ExportGameRequest(game_id=reply.game_id), metadata=ADMIN)
+    assert exported.record == text  # byte for byte
+
+
+async def test_an_import_retried_with_its_command_id_imports_once(
+    server: RunningServer, audit: AuditStub, database_url: str
+) -> None:
+    text = (RECORDS / "classic_wd4_upheld.jsonl").read_text(encoding="utf-8")
+    request = apb.ImportRecordRequest(command_id=new_id(), record=text)
+    first = await audit.ImportRecord(request, metadata=ADMIN)
+    rows = await count_rows(database_url)
+    error = await fails_with(audit.ImportRecord(request, metadata=ADMIN), grpc.StatusCode.ALREADY_EXISTS)
+    assert "shown once" in (error.details() or "")
+    assert error_info(error).metadata["game_id"] == first.game_id
+    assert await count_rows(database_url) == rows
+
+
+@pytest.mark.parametrize(
+    ("record", "field"),
+    [
+        ("", "record"),
+        ('{"record": "uno-game-record/1", "variant": "poker", "players": ["a", "b"]}\n', "record"),
+        ('{"record": "uno-game-record/1", "variant": "classic", "players": ["a", "b"]}\n{"by": "a"}\n', "record"),
+        ('{"record": "uno-game-record/1", "variant": "classic", "players": ["a", "b"]}\n#\x00\n', "record"),
+    ],
+)
+async def test_a_malformed_record_is_refused_and_nothing_is_stored(
+    server: RunningServer, audit: AuditStub, database_url: str, record: str, field: str
+) -> None:
+    before = await count_rows(database_url)
+    error = await fails_with(
+        audit.ImportRecord(apb.ImportRecordRequest(command_id=new_id(), record=record), metadata=ADMIN),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field=field,
+    )
+    assert "line" in (error.details() or "") or "\\x00" in record or "U+0000" in (error.details() or "")
+    assert await count_rows(database_url) == before
+
+
+async def test_an_imported_game_takes_no_game_commands(
+    server: RunningServer, stub: game_pb2_grpc.GameServiceStub, audit: AuditStub
+) -> None:
+    text = (RECORDS / "classic_wd4_upheld.jsonl").read_text(encoding="utf-8")
+    reply = await audit.ImportRecord(apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN)
+    request = pb.DrawRequest(header=header(reply.game_id, as_seat=0))
+    await fails_with(stub.Draw(request, metadata=ADMIN), grpc.StatusCode.FAILED_PRECONDITION, reason="IMPORTED_GAME")
+
+
+async def test_a_dispute_filed_and_ruled_is_in_the_log_and_the_report(
+    server: RunningServer, audit: AuditStub
+) -> None:
+    text = (RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8")
+    offline = verify_record(read_record(text)).to_json()
+    catch = next(r for r in offline["rulings"] if r["kind"] == "uno-catch")
+    imported = await audit.ImportRecord(
+        apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+    )
+    seat = next(s for s in imported.seats if s.player == catch["by"])
+    position = catch["line"] + 1
+
+    filed = await audit.FileDispute(
+        apb.FileDisputeRequest(
+            game_id=imported.game_id,
+            command_id=new_id(),
+            kind=apb.UNO_CATCH,
+            position=position,
+            claim="I caught them before anyone played",
+        ),
+        metadata=auth(seat.token),
+    )
+    assert (filed.status, filed.seat, filed.position) == ("open", seat.seat, position)
+    listed = await audit.ListDisputes(apb.ListDisputesRequest(game_id=imported.game_id), metadata=auth(seat.token))
+    assert [d.dispute_id for d in listed.disputes] == [filed.dispute_id]
+
+    ruled = await audit.RuleOnDispute(
+        apb.RuleOnDisputeRequest(
+            game_id=imported.game_id, dispute_id=filed.dispute_id, command_id=new_id(), note="checked the log"
+        ),
+        metadata=ADMIN,
+    )
+    assert ruled.status == "ruled" and ruled.note == "checked the log"
+    assert (ruled.ruling.verdict, ruled.ruling.rule) == (catch["verdict"], catch["rule"])
+    assert ruled.ruling.position == position and ruled.ruled_at == filed.filed_at + 1
+
+    events = await server.store.read_stream(imported.game_id, after_version=filed.filed_at - 1)
+    assert [e.type for e in events] == ["DisputeFiled", "DisputeRuled"]
+    assert events[1].payload["verdict"] == catch["verdict"]
+
+    report = report_of(await audit.VerifyGame(apb.VerifyGameRequest(game_id=imported.game_id), metadata=ADMIN))
+    [dispute] = report["disputes"]
+    assert (dispute["status"], dispute["ruling"]["verdict"]) == ("ruled", catch["verdict"])
+    assert report["chain"]["valid"]
+
+    await fails_with(
+        audit.RuleOnDispute(
+            apb.RuleOnDisputeRequest(game_id=imported.game_id, dispute_id=filed.dispute_id, command_id=new_id()),
+            metadata=ADMIN,
+        ),
+        grpc.StatusCode.FAILED_PRECONDITION,
+    )
+    everything = await audit.ListDisputes(apb.ListDisputesRequest(status="ruled"), metadata=ADMIN)
+    assert [d.dispute_id for d in everything.disputes] == [filed.dispute_id]
+    assert (await audit.ListDisputes(apb.ListDisputesRequest(status="open"), metadata=ADMIN)).disputes == []
+
+
+async def test_dispute_filings_are_checked(server: RunningServer, stub: Any, audit: AuditStub) -> None:
+    game = await create_game(stub, players=2)
+    other = await create_game(stub, players=2)
+
+    def filing(**fields: Any) -> apb.FileDisputeRequest:
+        base: dict[str, Any] = {
+            "game_id": game.game_id,
+            "command_id": new_id(),
+            "kind": apb.UNO_CATCH,
+            "position": 1,
+            "claim": "x",
+        }
+        return apb.FileDisputeRequest(**{**base, **fields})
+
+    await fails_with(audit.FileDispute(filing()), grpc.StatusCode.UNAUTHENTICATED)
+    await fails_with(audit.FileDispute(filing(), metadata=other.seat(0)), grpc.StatusCode.UNAUTHENTICATED)
+    await fails_with(
+        audit.FileDispute(filing(as_seat=1), metadata=game.seat(0)), grpc.StatusCode.PERMISSION_DENIED
+    )
+    await fails_with(
+        audit.FileDispute(filing(kind=0), metadata=game.seat(0)), grpc.StatusCode.INVALID_ARGUMENT, field="kind"
+    )
+    await fails_with(
+        audit.FileDispute(filing(position=0), metadata=game.seat(0)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="position",
+    )
+    await fails_with(
+        audit.FileDispute(filing(position=99), metadata=game.seat(0)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="position",
+    )
+    await fails_with(
+        audit.FileDispute(filing(claim=" "), metadata=game.seat(0)), grpc.StatusCode.INVALID_ARGUMENT, field="claim"
+    )
+    await fails_with(
+        audit.FileDispute(filing(target=5), metadata=game.seat(0)), grpc.StatusCode.INVALID_ARGUMENT, field="target"
+    )
+    await fails_with(audit.FileDispute(filing(), metadata=ADMIN), grpc.StatusCode.INVALID_ARGUMENT, field="as_seat")
+    assert await server.store.stream_version(game.game_id) == 1  # nothing appended
+
+    request = filing()
+    first = await audit.FileDispute(request, metadata=game.seat(0))
+    again = await audit.FileDispute(request, metadata=game.seat(0))
+    assert again.dispute_id == first.dispute_id
+    assert await server.store.stream_version(game.game_id) == 2  # filed once
+    await fails_with(
+        audit.RuleOnDispute(
+            apb.RuleOnDisputeRequest(game_id=game.game_id, dispute_id=first.dispute_id, command_id=new_id()),
+            metadata=game.seat(0),
+        ),
+        grpc.StatusCode.PERMISSION_DENIED,
+    )
+    await fails_with(
+        audit.RuleOnDispute(
+            apb.RuleOnDisputeRequest(game_id=game.game_id, dispute_id="nope", command_id=new_id()), metadata=ADMIN
+        ),
+        grpc.StatusCode.NOT_FOUND,
+    )
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
