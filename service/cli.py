@@ -4,6 +4,20 @@
   complete games in-process with the rules' invariants checked; exit 1 if an invariant breaks.
 * ``uno-audit verify --record FILE [--json]``: replay and adjudicate a game record offline; exit 0 when
   valid, 1 when it has violations, 2 when the file cannot be read.
+* ``uno-audit verify --game ID [--json] [--reveal-seed] [--no-projections] [--database-url DSN]``: a
+  stored game's full report (hash chain, seed, today's replay, violations, rulings, disputes); exit 0
+  when valid, 1 when not, 2 for an unknown game. ``--reveal-seed`` reveals (and records revealing) the
+  seed of a game in progress.
+* ``uno-audit verify --all [--json] [--no-projections] [--database-url DSN]``: every stored game through
+  today's rules engine, with a progress bar on standard error, a summary table and the games whose
+  stored outcome differs from today's replay; exit 1 if any game is invalid.
+* ``uno-audit adjudicate catch|challenge --game ID --position N [--by SEAT] [--target SEAT] [--json]
+  [--database-url DSN]``: the ruling on the UNO catch or Wild Draw Four challenge at a position of a
+  stored game; exit 2 if it cannot be adjudicated as asked.
+* ``uno-audit export --game ID [--reveal-seed] [--json] [--database-url DSN]``: a stored game's
+  ``uno-game-record/1`` text on standard output, byte for byte (``> game.jsonl``).
+* ``uno-audit import FILE [--tournament T] [--json] [--database-url DSN]``: store a table game's record
+  as an imported game; prints its id, the seat tokens (shown once) and the verdict at import.
 * ``uno-audit serve [--listen HOST:PORT] [--database-url DSN] [--data-dir DIR] [--admin-token T]``: the
   gRPC game service; without a database URL (flag or ``DATABASE_URL``) it starts an embedded PostgreSQL.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
@@ -11,8 +25,12 @@
 * ``uno-audit project [--database-url DSN]``: the projector alone, keeping the read models current.
 * ``uno-audit rebuild [--view NAME] [--database-url DSN]``: rebuild read models from zero and swap them in.
 
-Bad input (an unknown variant, option or card, a malformed record line) gets a one-line message on
-standard error naming what and where, and exit status 2 — never a traceback.
+The commands on stored games talk to the database directly (``--database-url``, default
+``$DATABASE_URL``), migrating it first, through :class:`service.audit.auditor.Auditor`.
+
+Bad input (an unknown variant, option, card or game, a malformed record line, a request the auditor
+refuses) gets a one-line message on standard error naming what and where, and exit status 2 — never a
+traceback.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def check_chain(
         linked = row.prev_hash == prev
         consistent = _content_hash(row, row.prev_hash, row.version) == row.hash
         if not (linked and consistent):
-            swap = _swap_partner(rows, index)
+            swap = None if consistent else _swap_partner(rows, index)
             if swap is not None:
                 other, here, there = swap
                 resume[other] = there
@@ -123,10 +123,18 @@ def _swap_partner(rows: Sequence[StoredEvent], index: int) -> tuple[int, bytes, 
     """
     row = rows[index]
     for other, candidate in enumerate(rows):
-        if other == index:
+        if other == index or (candidate.type, candidate.payload) == (row.type, row.payload):
             continue
-        if _content_hash(candidate, row.prev_hash, row.version) == row.hash:
+        # Both ways round: games repeat events (the same card played twice, the same prompt), so one
+        # content fitting the other place proves nothing by itself.
+        if (
+            _content_hash(candidate, row.prev_hash, row.version) == row.hash
+            and _content_hash(row, candidate.prev_hash, candidate.version) == candidate.hash
+        ):
             return other, row.hash, candidate.hash
-        if _content_hash(row, row.prev_hash, candidate.version) == row.hash:
+        if (
+            _content_hash(row, row.prev_hash, candidate.version) == row.hash
+            and _content_hash(candidate, candidate.prev_hash, row.version) == candidate.hash
+        ):
             return other, candidate.hash, row.hash
     return None

@@ -28,10 +28,10 @@ from typing import Any
 from service.codec import encode_event
 from service.rules.violations import Rule
 
-from .chain import check_chain
+from .chain import ChainFinding, check_chain
 from .entries import DisputeKind
-from .log import GameLog, LoggedRecord, last_line, truncated
-from .record import Action, ActionKind
+from .log import GameLog, LogError, LoggedRecord, last_line, truncated
+from .record import Action, ActionKind, RecordError
 from .verify import Replay, Report, Ruling
 
 #: Events that carry cards taken from the pile: a difference in one of them is a fair-dealing mismatch.
@@ -77,7 +77,10 @@ def verify_game(
     cross-check (``None``: not run).
     """
     findings = check_chain(log.game_id, log.rows, ledger_last_version)
-    logged = log.record(reveal=log.seed is not None)
+    try:
+        logged = log.record(reveal=log.seed is not None)
+    except (LogError, RecordError) as bad:
+        return _unreadable(log, findings, bad, projection_problems)
     report = _replay(logged).run()
     place = logged.position
     body = report.to_json(place, "position")
@@ -104,17 +107,13 @@ def verify_game(
     return {
         "game_id": log.game_id,
         "origin": log.origin,
+        "unreadable": None,
         "version": log.version,
         "status": "over" if report.state is not None and report.state.winner is not None else "in-progress",
         **body,
         "valid": valid,
         "rules_valid": report.valid,
-        "chain": {
-            "valid": not findings,
-            "events": len(log.rows),
-            "head": log.rows[-1].hash.hex(),
-            "findings": [f.to_json() for f in findings],
-        },
+        "chain": _chain_json(log, findings),
         "seed": seed,
         "replay": {
             "diverged_at": divergence,
@@ -124,6 +123,48 @@ def verify_game(
         },
         "projections": projections,
         "disputes": disputes,
+    }
+
+
+def _chain_json(log: GameLog, findings: list[ChainFinding]) -> dict[str, Any]:
+    return {
+        "valid": not findings,
+        "events": len(log.rows),
+        "head": log.rows[-1].hash.hex(),
+        "findings": [f.to_json() for f in findings],
+    }
+
+
+def _unreadable(
+    log: GameLog,
+    findings: list[ChainFinding],
+    bad: LogError | RecordError,
+    projection_problems: list[str] | None,
+) -> dict[str, Any]:
+    """The report of a game whose log cannot even be read back as a record (a payload that no longer
+    decodes, an imported line that is no longer well formed): the chain check, and where reading stopped."""
+    position = bad.position if isinstance(bad, LogError) else bad.line + 1
+    return {
+        "game_id": log.game_id,
+        "origin": log.origin,
+        "unreadable": {"position": position, "message": str(bad)},
+        "version": log.version,
+        "status": "unknown",
+        "valid": False,
+        "rules_valid": False,
+        "variant": None,
+        "violations": [],
+        "rulings": [],
+        "rounds": [],
+        "scores": {},
+        "winner": None,
+        "final": None,
+        "stopped_at": position,
+        "chain": _chain_json(log, findings),
+        "seed": None,
+        "replay": None,
+        "projections": None if projection_problems is None else {"problems": projection_problems},
+        "disputes": [d.to_json(()) for d in log.disputes()],
     }
 
 
