@@ -13,5 +13,5 @@ from tests.api.conftest import address, channel, server, stub  # noqa: E402, F40
 
 
 @pytest.fixture
-def audit(channel: grpc.aio.Channel) -> audit_pb2_grpc.AuditServiceStub:
+def audit(channel: grpc.aio.Channel) -> audit_pb2_grpc.AuditServiceStub:  # noqa: F811
     return audit_pb2_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]

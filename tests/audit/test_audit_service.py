@@ -12,9 +12,8 @@ import pytest
 from google.protobuf import json_format
 
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
+from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc
 from service.api.server import RunningServer
 from service.audit.record import read_record
 from service.audit.verify import verify_record
@@ -127,7 +126,9 @@ async def test_an_imported_record_is_stored_as_recorded_and_verifies_like_the_fi
     text = (RECORDS / f"{name}.jsonl").read_text(encoding="utf-8")
     offline = verify_record(read_record(text)).to_json()
 
-    reply = await audit.ImportRecord(apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN)
+    reply = await audit.ImportRecord(
+        apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+    )
     assert [s.player for s in reply.seats] == list(read_record(text).header.players)
     assert json_format.MessageToDict(reply.report)["valid"] == offline["valid"]
 
@@ -164,7 +165,10 @@ async def test_an_import_retried_with_its_command_id_imports_once(
     [
         ("", "record"),
         ('{"record": "uno-game-record/1", "variant": "poker", "players": ["a", "b"]}\n', "record"),
-        ('{"record": "uno-game-record/1", "variant": "classic", "players": ["a", "b"]}\n{"by": "a"}\n', "record"),
+        (
+            '{"record": "uno-game-record/1", "variant": "classic", "players": ["a", "b"]}\n{"by": "a"}\n',
+            "record",
+        ),
         ('{"record": "uno-game-record/1", "variant": "classic", "players": ["a", "b"]}\n#\x00\n', "record"),
     ],
 )
@@ -185,9 +189,13 @@ async def test_an_imported_game_takes_no_game_commands(
     server: RunningServer, stub: game_pb2_grpc.GameServiceStub, audit: AuditStub
 ) -> None:
     text = (RECORDS / "classic_wd4_upheld.jsonl").read_text(encoding="utf-8")
-    reply = await audit.ImportRecord(apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN)
+    reply = await audit.ImportRecord(
+        apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+    )
     request = pb.DrawRequest(header=header(reply.game_id, as_seat=0))
-    await fails_with(stub.Draw(request, metadata=ADMIN), grpc.StatusCode.FAILED_PRECONDITION, reason="IMPORTED_GAME")
+    await fails_with(
+        stub.Draw(request, metadata=ADMIN), grpc.StatusCode.FAILED_PRECONDITION, reason="IMPORTED_GAME"
+    )
 
 
 async def test_a_dispute_filed_and_ruled_is_in_the_log_and_the_report(
@@ -213,7 +221,9 @@ async def test_a_dispute_filed_and_ruled_is_in_the_log_and_the_report(
         metadata=auth(seat.token),
     )
     assert (filed.status, filed.seat, filed.position) == ("open", seat.seat, position)
-    listed = await audit.ListDisputes(apb.ListDisputesRequest(game_id=imported.game_id), metadata=auth(seat.token))
+    listed = await audit.ListDisputes(
+        apb.ListDisputesRequest(game_id=imported.game_id), metadata=auth(seat.token)
+    )
     assert [d.dispute_id for d in listed.disputes] == [filed.dispute_id]
 
     ruled = await audit.RuleOnDispute(
@@ -230,14 +240,18 @@ async def test_a_dispute_filed_and_ruled_is_in_the_log_and_the_report(
     assert [e.type for e in events] == ["DisputeFiled", "DisputeRuled"]
     assert events[1].payload["verdict"] == catch["verdict"]
 
-    report = report_of(await audit.VerifyGame(apb.VerifyGameRequest(game_id=imported.game_id), metadata=ADMIN))
+    report = report_of(
+        await audit.VerifyGame(apb.VerifyGameRequest(game_id=imported.game_id), metadata=ADMIN)
+    )
     [dispute] = report["disputes"]
     assert (dispute["status"], dispute["ruling"]["verdict"]) == ("ruled", catch["verdict"])
     assert report["chain"]["valid"]
 
     await fails_with(
         audit.RuleOnDispute(
-            apb.RuleOnDisputeRequest(game_id=imported.game_id, dispute_id=filed.dispute_id, command_id=new_id()),
+            apb.RuleOnDisputeRequest(
+                game_id=imported.game_id, dispute_id=filed.dispute_id, command_id=new_id()
+            ),
             metadata=ADMIN,
         ),
         grpc.StatusCode.FAILED_PRECONDITION,
@@ -267,7 +281,9 @@ async def test_dispute_filings_are_checked(server: RunningServer, stub: Any, aud
         audit.FileDispute(filing(as_seat=1), metadata=game.seat(0)), grpc.StatusCode.PERMISSION_DENIED
     )
     await fails_with(
-        audit.FileDispute(filing(kind=0), metadata=game.seat(0)), grpc.StatusCode.INVALID_ARGUMENT, field="kind"
+        audit.FileDispute(filing(kind=0), metadata=game.seat(0)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="kind",
     )
     await fails_with(
         audit.FileDispute(filing(position=0), metadata=game.seat(0)),
@@ -280,12 +296,18 @@ async def test_dispute_filings_are_checked(server: RunningServer, stub: Any, aud
         field="position",
     )
     await fails_with(
-        audit.FileDispute(filing(claim=" "), metadata=game.seat(0)), grpc.StatusCode.INVALID_ARGUMENT, field="claim"
+        audit.FileDispute(filing(claim=" "), metadata=game.seat(0)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="claim",
     )
     await fails_with(
-        audit.FileDispute(filing(target=5), metadata=game.seat(0)), grpc.StatusCode.INVALID_ARGUMENT, field="target"
+        audit.FileDispute(filing(target=5), metadata=game.seat(0)),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="target",
     )
-    await fails_with(audit.FileDispute(filing(), metadata=ADMIN), grpc.StatusCode.INVALID_ARGUMENT, field="as_seat")
+    await fails_with(
+        audit.FileDispute(filing(), metadata=ADMIN), grpc.StatusCode.INVALID_ARGUMENT, field="as_seat"
+    )
     assert await server.store.stream_version(game.game_id) == 1  # nothing appended
 
     request = filing()
@@ -302,7 +324,8 @@ async def test_dispute_filings_are_checked(server: RunningServer, stub: Any, aud
     )
     await fails_with(
         audit.RuleOnDispute(
-            apb.RuleOnDisputeRequest(game_id=game.game_id, dispute_id="nope", command_id=new_id()), metadata=ADMIN
+            apb.RuleOnDisputeRequest(game_id=game.game_id, dispute_id="nope", command_id=new_id()),
+            metadata=ADMIN,
         ),
         grpc.StatusCode.NOT_FOUND,
     )

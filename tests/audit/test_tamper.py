@@ -128,7 +128,7 @@ async def test_an_event_rewritten_with_a_fresh_hash_is_found(
 
     rows = await store.read_stream(game)
     target = next(r for r in rows[25:] if r.type == "CardPlayed")
-    payload = {**target.payload, "uno": not target.payload["uno"]}
+    payload = {**target.payload, "uno": not target.payload["uno"]}  # an UNO call made up afterwards
     rehashed = chain_hash(target.prev_hash, game, target.version, target.type, payload)
     await tamper(
         database_url,
@@ -148,7 +148,8 @@ async def test_the_audit_service_reports_the_first_tampered_position(
     await tamper(
         database_url,
         (
-            "UPDATE events SET payload = jsonb_set(payload, '{uno}', 'true') WHERE game_id = %s AND version = %s",
+            "UPDATE events SET payload = jsonb_set(payload, '{uno}', 'true') "
+            "WHERE game_id = %s AND version = %s",
             (game_id, played),
         ),
     )
