@@ -30,6 +30,7 @@ import psycopg
 import structlog
 from psycopg import pq
 
+from service.audit.entries import AUDIT_TYPES
 from service.codec import EVENT_TYPES, CodecError, decode_event
 from service.rules.events import Event
 from service.store import Cursor
@@ -201,8 +202,8 @@ class Decoder:
     :data:`MAX_CACHED_PAYLOAD` are not kept, and when it holds ``max_size`` entries it starts over
     (simpler and cheaper per lookup than an LRU; the recurring payloads come back at once). Keys may
     be ``str`` (a query's text) or ``bytes`` (a COPY stream's raw field, unescaped only on a miss). An
-    event type this build does not know decodes to ``None`` (logged once per type); a known type whose
-    payload does not fit raises :class:`ProjectionError`.
+    event type this build does not know decodes to ``None`` (logged once per type), and so do the audit
+    trail's entries (quietly); a known type whose payload does not fit raises :class:`ProjectionError`.
     """
 
     def __init__(self, max_size: int = 200_000) -> None:
@@ -227,6 +228,8 @@ class Decoder:
     def _decode(self, kind: str | bytes, payload: str | bytes) -> Event | None:
         name = kind.decode() if isinstance(kind, bytes) else kind
         if name not in EVENT_TYPES:
+            if name in AUDIT_TYPES:
+                return None  # disputes, rulings and imported records are the log's, not a game's
             if name not in self._unknown:
                 self._unknown.add(name)
                 _log.warning("projections.unknown_event_type", type=name)

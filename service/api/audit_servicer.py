@@ -109,7 +109,7 @@ def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
                 },
                 kind,
                 ruled.position,
-                True,
+                ruled.recorded,
             )
         )
     return out

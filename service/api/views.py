@@ -6,8 +6,9 @@ not see is ``null`` — the count stays visible, the card does not.
 
 What is public: cards played, flipped or returned face up, the dealer draw, the hands scored at the end
 of a round (they are laid down), the seed once ``GameEnded`` reveals it. What is private: a dealt hand,
-a card drawn or fired at a player (theirs only), any pile order, and the offender's hand shown for a
-Wild Draw Four challenge (the challenger's only).
+a card drawn or fired at a player (theirs only), any pile order, the offender's hand shown for a
+Wild Draw Four challenge (the challenger's only), and the hand in a dispute ruling's evidence (the
+adjudicator's only).
 """
 
 from __future__ import annotations
@@ -79,6 +80,14 @@ def _created(payload: Payload, caller: Caller, players: int) -> Payload:
     return {**payload, "seed": None}
 
 
+def _ruling(payload: Payload, caller: Caller, players: int) -> Payload:
+    evidence = dict(payload.get("evidence") or {})
+    for key in ("hand", "matching"):
+        if isinstance(evidence.get(key), list):
+            evidence[key] = _hidden(evidence[key])
+    return {**payload, "evidence": evidence}
+
+
 _REDACTIONS: dict[str, Callable[[Payload, Caller, int], Payload]] = {
     "GameCreated": _created,
     "RoundStarted": _round_started,
@@ -88,6 +97,7 @@ _REDACTIONS: dict[str, Callable[[Payload, Caller, int], Payload]] = {
     "PileReshuffled": _pile,
     "FlipReturned": _pile,
     "Wd4Challenged": _challenge,
+    "DisputeRuled": _ruling,
 }
 
 

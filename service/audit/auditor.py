@@ -275,6 +275,7 @@ class Auditor:
                     ruling["by"],
                     ruling["against"],
                     found.position,
+                    found.recorded,
                     ruling["evidence"],
                     note,
                 )

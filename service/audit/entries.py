@@ -52,8 +52,9 @@ class DisputeFiled:
 class DisputeRuled:
     """The adjudicator's ruling on dispute ``dispute_id``: the verifier's verdict, rule and evidence.
 
-    ``evidence`` is the ruling's evidence as the game's report gives it (positions, the hand, the colour);
-    ``note`` is the adjudicator's remark, if any. A ruling records the verdict; it does not rewrite the game.
+    ``recorded`` says whether the disputed catch or challenge is in the log (else it was judged as made
+    right after ``position``); ``evidence`` is the ruling's evidence as the game's report gives it
+    (positions, the hand, the colour); ``note`` is the adjudicator's remark, if any. A ruling records the verdict; it does not rewrite the game.
     """
 
     dispute_id: str
@@ -63,6 +64,7 @@ class DisputeRuled:
     by: str
     against: str
     position: int
+    recorded: bool
     evidence: dict[str, Any]
     note: str
 

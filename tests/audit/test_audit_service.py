@@ -333,3 +333,47 @@ async def test_dispute_filings_are_checked(server: RunningServer, stub: Any, aud
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+async def test_watchers_see_a_ruling_but_only_the_adjudicator_sees_the_hand_in_its_evidence(
+    server: RunningServer, stub: game_pb2_grpc.GameServiceStub, audit: AuditStub
+) -> None:
+    game = await create_game(stub, players=2)
+    started = await stub.StartRound(pb.StartRoundRequest(header=header(game.game_id)), metadata=game.seat(0))
+    filed = await audit.FileDispute(
+        apb.FileDisputeRequest(
+            game_id=game.game_id,
+            command_id=new_id(),
+            kind=apb.UNO_CATCH,
+            position=started.version,
+            target=1,
+            claim="they hold one card",
+        ),
+        metadata=game.seat(0),
+    )
+    ruled = await audit.RuleOnDispute(
+        apb.RuleOnDisputeRequest(game_id=game.game_id, dispute_id=filed.dispute_id, command_id=new_id()),
+        metadata=ADMIN,
+    )
+    # Seven cards each after the deal: no catch can earn a penalty.
+    assert (ruled.ruling.verdict, ruled.ruling.rule, ruled.ruling.recorded) == (
+        "no-penalty",
+        "uno.catch.invalid",
+        False,
+    )
+    hand = list(json_format.MessageToDict(ruled.ruling.evidence)["hand"])
+    assert len(hand) == 7
+
+    async def ruling_seen_by(metadata: Any) -> dict[str, Any]:
+        call = stub.WatchGame(
+            pb.WatchGameRequest(game_id=game.game_id, after_version=ruled.ruled_at - 1), metadata=metadata
+        )
+        async for event in call:
+            call.cancel()
+            assert event.type == "DisputeRuled"
+            return json_format.MessageToDict(event.payload)
+        raise AssertionError("no event")
+
+    assert (await ruling_seen_by(ADMIN))["evidence"]["hand"] == hand
+    seen = await ruling_seen_by(game.seat(0))
+    assert seen["verdict"] == "no-penalty" and seen["evidence"]["hand"] == [None] * 7
