@@ -54,7 +54,8 @@ class DisputeRuled:
 
     ``recorded`` says whether the disputed catch or challenge is in the log (else it was judged as made
     right after ``position``); ``evidence`` is the ruling's evidence as the game's report gives it
-    (positions, the hand, the colour); ``note`` is the adjudicator's remark, if any. A ruling records the verdict; it does not rewrite the game.
+    (positions, the hand, the colour); ``note`` is the adjudicator's remark, if any. A ruling records
+    the verdict; it does not rewrite the game.
     """
 
     dispute_id: str
