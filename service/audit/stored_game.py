@@ -281,8 +281,8 @@ def adjudicate(
             by = (target + 1) % len(names)
         action = Action(line=synthetic, by=names[by], kind=ActionKind.CATCH, target=names[target])
     else:
-        if by is None:
-            by = state.turn  # the Wild Draw Four's victim, while the game waits for the answer
+        if by is None:  # the last Wild Draw Four's victim
+            by = state.turn if replay.wd4_victim is None else replay.wd4_victim
         action = Action(line=synthetic, by=names[by], kind=ActionKind.CHALLENGE)
     ruling = replay.rule_on(action)
     return _adjudication(logged, replay, ruling, synthetic, position, recorded=False)

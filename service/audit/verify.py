@@ -203,8 +203,9 @@ class Replay:
         self.window_closed: dict[int, int] = {}
         self.called_at: dict[int, int] = {}
         self.caught_at: dict[int, int] = {}
-        self.wd4_line: int | None = None  # the line of the last Wild Draw Four played, and by whom
+        self.wd4_line: int | None = None  # the line of the last Wild Draw Four played, by whom, on whom
         self.wd4_by: int | None = None
+        self.wd4_victim: int | None = None
         self.auto_ended_draw: int | None = None  # seat whose unplayable draw just ended their turn
 
     # --- driving ---------------------------------------------------------------------------------------
@@ -557,6 +558,8 @@ class Replay:
                 self.called_at[event.player] = line
             elif isinstance(event, UnoCaught):
                 self.caught_at[event.target] = line
+        if self.state.wd4 is not None and self.state.awaiting is Awaiting.WD4_RESPONSE:
+            self.wd4_victim = self.state.turn
         exposed, was = self.state.exposed, before.exposed
         if exposed is not None and (
             exposed != was or any(isinstance(e, CardPlayed) and e.player == exposed for e in events)

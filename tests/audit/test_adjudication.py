@@ -549,6 +549,7 @@ async def test_a_challenge_not_made_is_judged_as_made_right_after_the_wild_draw_
     # Made after the acceptance, the same challenge is too late, whatever ann held.
     late = await judge.challenge(table.game_id, accepted.last, by=BOB)
     assert heading(late) == (apb.WD4_CHALLENGE, "failed", "wd4.challenge", "p1", "p0", accepted.last, False)
+    assert heading(await judge.challenge(table.game_id, accepted.last)) == heading(late)  # by the victim
     assert late.reason == "no Wild Draw Four is waiting for an answer"
     assert evidence(late) == {"played_at": wd4.first}
 

@@ -1,0 +1,123 @@
+"""Fair dealing: with the seed, every deal, draw and launcher press of a stored game is re-derived and
+compared with the log; a card the seed did not deal is reported at its position, even when the log's
+chain is intact (a dishonest dealer writes a perfectly chained log)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable
+
+from google.protobuf import json_format
+
+from service.api.gen.uno.audit.v1 import audit_pb2 as apb
+from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.server import RunningServer
+from service.audit.auditor import Auditor
+from service.rules.cards import Card
+from service.rules.events import CardDrawn, Event, LauncherPressed
+from service.rules.options import Variant
+from service.rules.simulate import SimulatedGame, play_game
+from service.rules.violations import Rule
+from service.store import EventStore
+from tests.api.support import ADMIN, arranged_deck, create_game, new_id
+from tests.projections.projection_support import store_game
+
+
+def altered(
+    game: SimulatedGame, pick: Callable[[Event], Event | None], skip: int = 0
+) -> tuple[SimulatedGame, int]:
+    """``game`` with the ``skip``-th event that ``pick`` changes replaced by its change; also the index of
+    the changed command among the steps."""
+    steps = list(game.steps)
+    seen = 0
+    for index, (command, events) in enumerate(steps):
+        for at, event in enumerate(events):
+            changed = pick(event)
+            if changed is None:
+                continue
+            if seen < skip:
+                seen += 1
+                continue
+            steps[index] = (command, (*events[:at], changed, *events[at + 1 :]))
+            return dataclasses.replace(game, steps=steps), index
+    raise AssertionError("nothing to change")
+
+
+def other_card(card: Card) -> Card:
+    return Card.parse("R0") if card != Card.parse("R0") else Card.parse("B0")
+
+
+async def stored_position(store: EventStore, game_id: str, kind: str, payload_key: str, value: object) -> int:
+    for row in await store.read_stream(game_id):
+        if row.type == kind and row.payload.get(payload_key) == value:
+            return row.version
+    raise AssertionError(f"no {kind} with {payload_key}={value!r}")
+
+
+async def test_a_drawn_card_the_seed_did_not_deal_is_reported_at_its_position(store: EventStore) -> None:
+    game = play_game(Variant.CLASSIC, 3, seed=21)
+    forged, _ = altered(
+        game,
+        lambda e: dataclasses.replace(e, card=other_card(e.card)) if isinstance(e, CardDrawn) else None,
+        skip=3,
+    )
+    game_id = str(uuid.uuid4())
+    await store_game(store, game_id, forged)
+    rows = await store.read_stream(game_id)
+    original = [r for r in rows if r.type == "CardDrawn"][3]
+
+    report = await Auditor(store).verify(game_id, check_projections=False)
+
+    assert report["chain"]["valid"] and not report["valid"]
+    assert report["seed"]["commitment_ok"] is True
+    assert report["seed"]["mismatches"][0]["position"] == original.version
+    assert report["replay"]["diverged_at"]["position"] == original.version
+
+
+async def test_a_launcher_press_the_seed_did_not_make_is_reported(store: EventStore) -> None:
+    game = play_game(Variant.ATTACK, 3, seed=5)
+
+    def fewer(event: Event) -> Event | None:
+        if isinstance(event, LauncherPressed) and event.cause is Rule.ATTACK_LAUNCHER and event.cards:
+            return dataclasses.replace(event, cards=event.cards[:-1])
+        return None
+
+    forged, _ = altered(game, fewer, skip=1)
+    game_id = str(uuid.uuid4())
+    await store_game(store, game_id, forged)
+    presses = [
+        r
+        for r in await store.read_stream(game_id)
+        if r.type == "LauncherPressed" and r.payload["cause"] == "attack.launcher" and r.payload["cards"]
+    ]
+    forged_press = presses[1]
+
+    report = await Auditor(store).verify(game_id, check_projections=False)
+
+    assert report["chain"]["valid"] and not report["valid"]
+    mismatch_positions = [m["position"] for m in report["seed"]["mismatches"]]
+    assert forged_press.version in mismatch_positions
+    assert any(
+        v["rule"] == "fair.commit" and v["position"] == forged_press.version for v in report["violations"]
+    )
+
+
+async def test_a_deck_the_dealer_arranged_is_not_the_seeds_and_says_so(
+    server: RunningServer, stub: game_pb2_grpc.GameServiceStub, audit: audit_pb2_grpc.AuditServiceStub
+) -> None:
+    # The admin may deal a fixed deck (for crafted tests); the game still commits to a seed, and the
+    # verifier says that this round was not dealt from it.
+    deck = arranged_deck({0: ["R5"]}, "G3", players=2)
+    game = await create_game(stub, players=2, fixed_deck=deck)
+    reply = await audit.VerifyGame(
+        apb.VerifyGameRequest(game_id=game.game_id, reveal_seed=True, command_id=new_id()), metadata=ADMIN
+    )
+    report = json_format.MessageToDict(reply.report)
+    assert not reply.valid and reply.chain_valid
+    [mismatch] = report["seed"]["mismatches"]
+    assert mismatch["position"] == 2  # the RoundStarted after GameCreated
+    assert "seed" in mismatch["message"]
+    view = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id), metadata=ADMIN)
+    assert report["version"] == view.version
