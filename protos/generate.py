@@ -29,8 +29,15 @@ def generate(into: Path) -> None:
     sources = sorted(str(p.relative_to(PROTOS)) for p in PROTOS.rglob("*.proto"))
     include = Path(protoc.__file__).parent / "_proto"
     code = protoc.main(
-        ["protoc", f"-I{PROTOS}", f"-I{include}", f"--python_out={into}", f"--pyi_out={into}",
-         f"--grpc_python_out={into}", *sources]
+        [
+            "protoc",
+            f"-I{PROTOS}",
+            f"-I{include}",
+            f"--python_out={into}",
+            f"--pyi_out={into}",
+            f"--grpc_python_out={into}",
+            *sources,
+        ]
     )
     if code != 0:
         raise SystemExit(f"protoc failed with status {code}")

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from psycopg import errors as pg_errors
 
 from service.rules.options import OptionError, make_options
@@ -36,6 +37,8 @@ from .log import Dispute, GameLog, LogError, collect_disputes, export_text, reco
 from .record import FORMAT, RecordError, read_record
 from .stored_game import Adjudication, AdjudicationError, adjudicate, verify_game
 from .verify import verify_record
+
+_log = structlog.get_logger(__name__)
 
 MAX_ATTEMPTS = 8
 MAX_CLAIM = 2000
@@ -138,6 +141,9 @@ class Auditor:
                     yield await self.verify(game.game_id, check_projections=check_projections)
                 except Refused as refused:
                     yield {"game_id": game.game_id, "valid": False, "error": str(refused)}
+                except Exception as error:  # one game the verifier chokes on must not hide the others
+                    _log.exception("audit.verify_failed", game=game.game_id)
+                    yield {"game_id": game.game_id, "valid": False, "error": f"verifier error: {error!r}"}
             if len(games) < page:
                 return
             after = games[-1].game_id

@@ -242,7 +242,7 @@ class GameLog:
         prompted: Prompted | None = None
         steps: list[tuple[Command, tuple[Event, ...]]] = []
         firsts: list[int] = []
-        stored_groups: list[tuple[StoredEvent, ...]] = []
+        stored_groups: list[tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = []
         rest = groups[0][1:]
         for group in [rest, *groups[1:]] if rest else groups[1:]:
             try:
@@ -250,9 +250,11 @@ class GameLog:
             except ValueError as bad:
                 at = group[0].version
                 raise LogError(f"the events at {at} do not decode: {bad}", at) from None
+            for row, event in zip(group, events, strict=True):
+                _check_seats(event, len(created.players), row.version)
             steps.append((_command_of(prompted, events, group[0].version), events))
             firsts.append(group[0].version)
-            stored_groups.append(tuple(group))
+            stored_groups.append((tuple(group), events))
             for event in events:
                 if isinstance(event, Prompted):
                     prompted = event
@@ -260,7 +262,7 @@ class GameLog:
                     prompted = None
         record = numbered(record_from_steps(created, steps, reveal_seed=reveal))
         positions = {record.header.line: created_row.version}
-        steps_of_line: dict[int, tuple[StoredEvent, ...]] = {}
+        steps_of_line: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = {}
         lines: list[int] = []
         for block in record.rounds:
             lines.append(block.start.line)
@@ -274,11 +276,12 @@ class GameLog:
 @dataclass(frozen=True, slots=True)
 class LoggedRecord:
     """A stored game as a record: ``positions`` maps each record line to the stream position it stands
-    for; ``stored`` maps each line of a live game to the stored events its command wrote."""
+    for; ``stored`` maps each line of a live game to the stored events its command wrote, as stored and
+    decoded."""
 
     record: GameRecord
     positions: dict[int, int]
-    stored: dict[int, tuple[StoredEvent, ...]]
+    stored: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]]
 
     def position(self, line: int) -> int:
         """The stream position of record line ``line`` (a line past the record: the position after)."""
@@ -345,6 +348,26 @@ def export_text(log: GameLog, *, reveal: bool) -> str:
 
 
 # --- reading commands back from their events -------------------------------------------------------------
+
+#: The event fields that name a seat (an index into the players).
+_SEAT_FIELDS = ("player", "target", "by", "offender", "winner", "dealer", "other")
+
+
+def _check_seats(event: Event, players: int, position: int) -> None:
+    """Refuse an event naming a seat the game does not have (only an edited log can hold one)."""
+    for name in _SEAT_FIELDS:
+        seat = getattr(event, name, None)
+        if isinstance(seat, int) and not isinstance(seat, bool) and not 0 <= seat < players:
+            raise LogError(
+                f"the {type(event).__name__} at {position} names seat {seat} of {players}", position
+            )
+    hands = getattr(event, "hands", None)
+    if isinstance(event, RoundStarted | RoundEnded) and hands is not None and len(hands) != players:
+        raise LogError(
+            f"the {type(event).__name__} at {position} has {len(hands)} hands for {players}", position
+        )
+    if isinstance(event, DealerDrawn) and any(not 0 <= seat < players for seat, _ in event.draws):
+        raise LogError(f"the DealerDrawn at {position} names a seat the game does not have", position)
 
 
 def _command_groups(rows: Sequence[StoredEvent]) -> list[list[StoredEvent]]:

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.codec import encode_event
+from service.rules.events import Event
 from service.rules.violations import Rule
+from service.store import StoredEvent
 
 from .chain import ChainFinding, check_chain
 from .entries import DisputeKind
@@ -109,7 +111,7 @@ def verify_game(
         "origin": log.origin,
         "unreadable": None,
         "version": log.version,
-        "status": "over" if report.state is not None and report.state.winner is not None else "in-progress",
+        "status": _status(log, report),
         **body,
         "valid": valid,
         "rules_valid": report.valid,
@@ -124,6 +126,15 @@ def verify_game(
         "projections": projections,
         "disputes": disputes,
     }
+
+
+def _status(log: GameLog, report: Report | None) -> str:
+    """``over`` or ``in-progress``, as the log says (an imported record: as its replay ends)."""
+    if log.imported is None:
+        over = any(row.type == "GameEnded" for row in log.game_rows)
+    else:
+        over = report is not None and report.state is not None and report.state.winner is not None
+    return "over" if over else "in-progress"
 
 
 def _chain_json(log: GameLog, findings: list[ChainFinding]) -> dict[str, Any]:
@@ -149,7 +160,7 @@ def _unreadable(
         "origin": log.origin,
         "unreadable": {"position": position, "message": str(bad)},
         "version": log.version,
-        "status": "unknown",
+        "status": _status(log, None),
         "valid": False,
         "rules_valid": False,
         "variant": None,
@@ -171,26 +182,25 @@ def _unreadable(
 def _divergence(logged: LoggedRecord, report: Report) -> dict[str, Any] | None:
     """The first stored event that today's engine does not make of the same command, or ``None``."""
     for line in sorted(logged.stored):
-        stored = logged.stored[line]
-        replayed = [encode_event(e) for e in report.events.get(line, [])]
-        for index, row in enumerate(stored):
+        rows, stored = logged.stored[line]
+        replayed = report.events.get(line, [])
+        if list(stored) == replayed:
+            continue
+        for index, row in enumerate(rows):
             mine = replayed[index] if index < len(replayed) else None
-            if mine != (row.type, row.payload):
-                return {
-                    "position": row.version,
-                    "stored": {"type": row.type, "payload": row.payload},
-                    "replayed": None if mine is None else {"type": mine[0], "payload": mine[1]},
-                }
-        if len(replayed) > len(stored):
-            kind, payload = replayed[len(stored)]
-            return {
-                "position": stored[-1].version + 1,
-                "stored": None,
-                "replayed": {"type": kind, "payload": payload},
-            }
-        if report.stopped_at is not None and line >= report.stopped_at:
-            break
+            if mine != stored[index]:
+                return _diverged(row.version, row, mine)
+        return _diverged(rows[-1].version + 1, None, replayed[len(rows)])
     return None
+
+
+def _diverged(position: int, row: StoredEvent | None, replayed: Event | None) -> dict[str, Any]:
+    mine = None if replayed is None else encode_event(replayed)
+    return {
+        "position": position,
+        "stored": None if row is None else {"type": row.type, "payload": row.payload},
+        "replayed": None if mine is None else {"type": mine[0], "payload": mine[1]},
+    }
 
 
 def _seed_section(

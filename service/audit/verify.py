@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 from service.rules import fair
 from service.rules.cards import Card, Face, tokens
 from service.rules.commands import (
+    NO_SUPPLY,
     Accept,
     CallUno,
     Catch,
@@ -337,6 +338,8 @@ class Replay:
         fired: tuple[PressOutcome, ...],
         flips: tuple[Card, ...] = (),
     ) -> Supply:
+        if not (cards or fired or flips):
+            return NO_SUPPLY  # most lines: a seeded or deck-dealt game needs no table report
         return Supply({self.seat[name]: c for name, c in cards.items()}, fired, flips)
 
     # --- action lines --------------------------------------------------------------------------------

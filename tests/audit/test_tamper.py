@@ -157,3 +157,23 @@ async def test_the_audit_service_reports_the_first_tampered_position(
     report = json_format.MessageToDict(reply.report)
     assert (reply.valid, reply.chain_valid, reply.first_tampered_position) == (False, False, played)
     assert report["chain"]["findings"][0]["kind"] == "changed"
+
+
+@pytest.mark.parametrize("seat", [99, -1])
+async def test_an_event_edited_to_name_a_seat_the_game_lacks_is_reported_not_followed(
+    store: EventStore, database_url: str, game: str, seat: int
+) -> None:
+    played = await first_of_type(store, game, "CardPlayed", after=12)
+    await tamper(
+        database_url,
+        (
+            "UPDATE events SET payload = jsonb_set(payload, '{player}', to_jsonb(%s::int)) "
+            "WHERE game_id = %s AND version = %s",
+            (seat, game, played),
+        ),
+    )
+    report = await Auditor(store).verify(game, check_projections=False)
+    assert not report["valid"] and report["status"] == "over"  # as the log says, damaged or not
+    assert report["unreadable"]["position"] == played
+    assert [(f["position"], f["kind"]) for f in report["chain"]["findings"]] == [(played, "changed")]
+    assert [r["game_id"] async for r in Auditor(store).verify_all(check_projections=False)] == [game]

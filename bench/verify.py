@@ -1,0 +1,439 @@
+"""Verification throughput on one core, side by side with the rules engine's raw replay, in the same run.
+
+    python bench/verify.py [--games-per-variant 60] [--players 4] [--seed 0] [--repeat 3] [--core N]
+        [--database-url URL] [--gc] [--json]
+
+1. Bots play ``--games-per-variant`` complete games of each of the four rule sets with ``--players``
+   players (:func:`service.rules.simulate.play_game`). That corpus is what every measurement reads, and
+   its *events* (``len(game.events)`` summed over the games) are what every rate counts, whatever the
+   path reads them as (record lines, stored rows, decoded events).
+2. Each game's ``uno-game-record/1`` text (:func:`service.audit.export.record_from_game`,
+   :func:`service.audit.record.write_record`) is written to a temporary folder as a ``.jsonl`` file, and
+   each game is written to a fresh PostgreSQL database (``uno_bench_verify_<random>`` on the server of
+   ``--database-url``, migrated) as the service writes it: the creation with the seed kept apart, then one
+   :meth:`EventStore.append` per accepted command (:func:`service.api.handler.stored_form`).
+3. The timed measurements, ``--repeat`` rounds taking turns (so a change in the machine's load meets
+   them all alike); each figure is the median of its rounds:
+
+   * **verify, from files**: :func:`service.audit.record.read_record_file` +
+     :func:`service.audit.verify.verify_record` of every file (read, parse, replay, judge);
+   * **verify, from the store**: :meth:`service.audit.auditor.Auditor.verify` of every game with
+     ``check_projections=False``, one game after another: it reads the stream, the seed and the ledger
+     from PostgreSQL, recomputes the hash chain, reads the log back as a record, replays and judges it,
+     and compares every stored event with the replay's;
+   * **baseline (a), fold**: :func:`service.rules.state.fold` of every game's decoded events, in memory;
+   * **baseline (b), raw replay of the stored form**: per event ``json.loads`` of its payload text (the
+     JSON of :func:`service.codec.encode_event`, prepared beforehand) and
+     :func:`service.codec.decode_event`, then ``fold`` of the decoded events.
+
+   The baselines only evolve the state from trusted events; the verifier also decides every command
+   again (legality, judging catches and challenges, checking every card against the seed).
+4. Drops the database (also on failure or Ctrl-C).
+
+Every verification report must be valid, or the bench stops: a rate of a verifier that fails means
+nothing. The process is pinned to one core (``--core``, default the last one it may use): the verifier
+is single-threaded Python. The PostgreSQL server is not pinned; in the store measurement it works on the
+other cores while the verifier waits for its answers, and those waits count in the wall-clock rate (the
+verifier's own CPU time is given too). The garbage collector is collected before and switched off during
+each timed section (``--gc`` leaves it on).
+
+Targets: verify from files ≥ 100,000 events/s on one core, and ≥ 0.5 × the raw replay, against each of
+baselines (a) and (b). The store path's ratio to (b) is printed against the same 0.5 for information.
+The exit status is 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from service.api.handler import stored_form
+from service.audit.auditor import Auditor
+from service.audit.export import record_from_game
+from service.audit.record import read_record_file, write_record
+from service.audit.verify import verify_record
+from service.codec import decode_event, encode_event
+from service.rules.events import GameCreated
+from service.rules.options import Variant
+from service.rules.simulate import SimulatedGame, play_game
+from service.rules.state import fold
+from service.store import EventStore
+
+LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+TARGET_RATE = 100_000
+TARGET_RATIO = 0.5
+#: Games written to the store at the same time while filling it (each game's commands stay in order).
+FILL_CONCURRENCY = 8
+
+PATHS = ("files", "store", "fold", "raw")
+LABELS = {
+    "files": "verify, from record files",
+    "store": "verify, from the store",
+    "fold": "(a) fold of decoded events",
+    "raw": "(b) json.loads + decode + fold",
+}
+
+
+# --- the machine ------------------------------------------------------------------------------------------
+
+
+def pin(core: int | None) -> int | None:
+    """Pin this process to ``core`` (default: the last core it may run on); the core, or None if the
+    platform cannot pin."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    chosen = core if core is not None else max(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {chosen})
+    return chosen
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average() -> list[float] | None:
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def machine(core: int | None, server_version: str) -> dict[str, Any]:
+    return {
+        "cpu": cpu_model(),
+        "cpus": os.cpu_count(),
+        "pinned_core": core,
+        "python": platform.python_version(),
+        "system": f"{platform.system()} {platform.release()}",
+        "postgresql": server_version,
+        "load_average_start": load_average(),
+    }
+
+
+# --- the corpus ------------------------------------------------------------------------------------------
+
+
+def play_corpus(per_variant: int, players: int, seed: int) -> list[SimulatedGame]:
+    """``per_variant`` bot games of every rule set, dealt from seeds that follow from ``seed``."""
+    return [
+        play_game(variant, players, seed * 1_000_000 + index, checks=False)
+        for variant in Variant
+        for index in range(per_variant)
+    ]
+
+
+def write_files(games: list[SimulatedGame], folder: Path) -> list[Path]:
+    paths = []
+    for number, game in enumerate(games):
+        created = game.events[0]
+        assert isinstance(created, GameCreated)
+        path = folder / f"{number:05d}-{created.variant.value}.jsonl"
+        path.write_text(write_record(record_from_game(game)), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+async def store_game(store: EventStore, game: SimulatedGame) -> str:
+    """Write ``game`` as the service does: the creation (the seed kept apart, its own command id), then
+    one append per accepted command with its own command id; the new game's id.
+
+    (The logic of ``tests/audit/support.py::store_game``.)
+    """
+    created = game.events[0]
+    assert isinstance(created, GameCreated)
+    game_id = str(uuid.uuid4())
+    result = await store.create_game(
+        game_id,
+        variant=created.variant.value,
+        players=created.players,
+        tournament_id="",
+        seed=created.seed,
+        seat_token_hashes=[bytes(32)] * len(created.players),
+        command_id=str(uuid.uuid4()),
+        request_hash=b"create",
+        events=[stored_form(created)],
+        metadata={"command": "CreateGame"},
+    )
+    version, last_hash = result.last_version, result.last_hash
+    for command, events in game.steps:
+        appended = await store.append(
+            game_id,
+            version,
+            [stored_form(e) for e in events],
+            command_id=str(uuid.uuid4()),
+            request_hash=b"command",
+            metadata={"command": type(command).__name__},
+            prev_hash=last_hash,
+        )
+        version, last_hash = appended.last_version, appended.last_hash
+    return game_id
+
+
+async def fill_store(store: EventStore, games: list[SimulatedGame]) -> list[str]:
+    """Write every game (:data:`FILL_CONCURRENCY` at a time); their ids, in the corpus's order."""
+    gate = asyncio.Semaphore(FILL_CONCURRENCY)
+
+    async def one(game: SimulatedGame) -> str:
+        async with gate:
+            return await store_game(store, game)
+
+    return list(await asyncio.gather(*(one(game) for game in games)))
+
+
+# --- measuring ---------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def timed_section(keep_gc: bool) -> Iterator[dict[str, float]]:
+    """Time the block (wall clock and this process's CPU), gc collected before and off during it."""
+    gc.collect()
+    if not keep_gc:
+        gc.disable()
+    times: dict[str, float] = {}
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+        yield times
+    finally:
+        times["seconds"] = time.perf_counter() - wall
+        times["cpu_seconds"] = time.process_time() - cpu
+        gc.enable()
+
+
+def verify_files(paths: list[Path], keep_gc: bool) -> dict[str, float]:
+    invalid: list[Path] = []
+    with timed_section(keep_gc) as times:
+        for path in paths:
+            if not verify_record(read_record_file(path)).valid:
+                invalid.append(path)
+    if invalid:
+        report = verify_record(read_record_file(invalid[0])).to_json()
+        raise SystemExit(f"{len(invalid)} record file(s) do not verify, e.g. {invalid[0]}: {report}")
+    return times
+
+
+async def verify_store(auditor: Auditor, game_ids: list[str], keep_gc: bool) -> dict[str, float]:
+    invalid: list[dict[str, Any]] = []
+    with timed_section(keep_gc) as times:
+        for game_id in game_ids:
+            report = await auditor.verify(game_id, check_projections=False)
+            if report["valid"] is not True:
+                invalid.append(report)
+    if invalid:
+        raise SystemExit(f"{len(invalid)} stored game(s) do not verify, e.g. {json.dumps(invalid[0])}")
+    return times
+
+
+def fold_events(games: list[SimulatedGame], keep_gc: bool) -> dict[str, float]:
+    logs = [game.events for game in games]
+    with timed_section(keep_gc) as times:
+        for events in logs:
+            fold(events)
+    return times
+
+
+def raw_replay(encoded: list[list[tuple[str, str]]], keep_gc: bool) -> dict[str, float]:
+    loads = json.loads
+    with timed_section(keep_gc) as times:
+        for log in encoded:
+            fold([decode_event(kind, loads(text)) for kind, text in log])
+    return times
+
+
+def summary(runs: list[dict[str, float]], events: int) -> dict[str, Any]:
+    seconds = statistics.median(run["seconds"] for run in runs)
+    cpu = statistics.median(run["cpu_seconds"] for run in runs)
+    return {
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
+        "events_per_second": round(events / seconds),
+        "runs": [round(events / run["seconds"]) for run in runs],
+    }
+
+
+async def measure(args: argparse.Namespace, url: str, described: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    games = play_corpus(args.games_per_variant, args.players, args.seed)
+    events = sum(len(game.events) for game in games)
+    commands = sum(len(game.steps) for game in games)
+    played = time.perf_counter() - started
+    encoded = [[(kind, json.dumps(payload)) for kind, payload in map(encode_event, g.events)] for g in games]
+    runs: dict[str, list[dict[str, float]]] = {path: [] for path in PATHS}
+    with tempfile.TemporaryDirectory(prefix="uno-bench-verify-") as folder:
+        paths = write_files(games, Path(folder))
+        record_bytes = sum(path.stat().st_size for path in paths)
+        store = await EventStore.open(url, min_size=1, max_size=FILL_CONCURRENCY)
+        try:
+            await store.migrate()
+            started = time.perf_counter()
+            game_ids = await fill_store(store, games)
+            filled = time.perf_counter() - started
+            auditor = Auditor(store)
+            for _ in range(args.repeat):
+                runs["files"].append(verify_files(paths, args.gc))
+                runs["store"].append(await verify_store(auditor, game_ids, args.gc))
+                runs["fold"].append(fold_events(games, args.gc))
+                runs["raw"].append(raw_replay(encoded, args.gc))
+        finally:
+            await store.close()
+    figures = {path: summary(runs[path], events) for path in PATHS}
+    rate = {path: figures[path]["events_per_second"] for path in PATHS}
+    ratios = {
+        "files_to_fold": round(rate["files"] / rate["fold"], 3),
+        "files_to_raw": round(rate["files"] / rate["raw"], 3),
+        "store_to_raw": round(rate["store"] / rate["raw"], 3),
+    }
+    targets = {
+        "files_events_per_second": rate["files"] >= TARGET_RATE,
+        "files_to_fold": ratios["files_to_fold"] >= TARGET_RATIO,
+        "files_to_raw": ratios["files_to_raw"] >= TARGET_RATIO,
+    }
+    return {
+        "machine": {**described, "load_average_end": load_average()},
+        "corpus": {
+            "variants": [variant.value for variant in Variant],
+            "games": len(games),
+            "players": args.players,
+            "events": events,
+            "commands": commands,
+            "record_bytes": record_bytes,
+            "play_seconds": round(played, 2),
+            "store_fill_seconds": round(filled, 1),
+        },
+        "repeat": args.repeat,
+        "gc_during_timing": args.gc,
+        **figures,
+        "ratios": ratios,
+        "targets": {
+            "events_per_second": TARGET_RATE,
+            "ratio": TARGET_RATIO,
+            **targets,
+            "store_to_raw_informational": ratios["store_to_raw"] >= TARGET_RATIO,
+            "met": all(targets.values()),
+        },
+    }
+
+
+# --- the database ------------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    core = pin(args.core)
+    admin_url = args.database_url
+    name = f"uno_bench_verify_{secrets.token_hex(4)}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+        server = f"PostgreSQL {row[0] if row else '?'}"
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        return asyncio.run(measure(args, make_conninfo(admin_url, dbname=name), machine(core, server)))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+# --- printing ----------------------------------------------------------------------------------------------
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def print_table(result: dict[str, Any]) -> None:
+    m, corpus = result["machine"], result["corpus"]
+    start, end = m["load_average_start"], m["load_average_end"]
+    print(
+        f"machine: {m['cpu']}, {m['cpus']} cpus, pinned to core {m['pinned_core']}; "
+        f"Python {m['python']} on {m['system']}; {m['postgresql']}; "
+        f"load average {' '.join(map(str, start or ['?']))} at the start, "
+        f"{' '.join(map(str, end or ['?']))} at the end"
+    )
+    print(
+        f"corpus: {corpus['games']} games ({corpus['games'] // len(corpus['variants'])} of each of "
+        f"{', '.join(corpus['variants'])}; {corpus['players']} players), {corpus['events']:,} events, "
+        f"{corpus['commands']:,} commands, {corpus['record_bytes']:,} bytes of records; "
+        f"played in {corpus['play_seconds']} s, stored in {corpus['store_fill_seconds']} s"
+    )
+    gc_note = "gc on" if result["gc_during_timing"] else "gc off during timing"
+    fold_rate, raw_rate = result["fold"]["events_per_second"], result["raw"]["events_per_second"]
+    print(
+        f"{'path (median of ' + str(result['repeat']) + ', ' + gc_note + ')':<42}{'events/s':>10}"
+        f"{'seconds':>9}{'cpu s':>8}{'× (a)':>8}{'× (b)':>8}   runs (events/s)"
+    )
+    for path in PATHS:
+        figure = result[path]
+        rate = figure["events_per_second"]
+        print(
+            f"{LABELS[path]:<42}{rate:>10,}{figure['seconds']:>9.3f}{figure['cpu_seconds']:>8.3f}"
+            f"{rate / fold_rate:>8.3f}{rate / raw_rate:>8.3f}   {figure['runs']}"
+        )
+    ratios, targets = result["ratios"], result["targets"]
+    print(
+        f"target: verify from files ≥ {TARGET_RATE:,} events/s on one core: "
+        f"{result['files']['events_per_second']:,} — {_verdict(targets['files_events_per_second'])}"
+    )
+    print(
+        f"target: verify from files ≥ {TARGET_RATIO} × (a) fold of decoded events: "
+        f"{ratios['files_to_fold']:.3f} — {_verdict(targets['files_to_fold'])}"
+    )
+    print(
+        f"target: verify from files ≥ {TARGET_RATIO} × (b) raw replay of the stored form: "
+        f"{ratios['files_to_raw']:.3f} — {_verdict(targets['files_to_raw'])}"
+    )
+    print(
+        f"(for information) verify from the store / (b) raw replay: {ratios['store_to_raw']:.3f} "
+        f"(≥ {TARGET_RATIO}: {_verdict(targets['store_to_raw_informational'])})"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="verification events/s on one core vs the raw replay")
+    parser.add_argument(
+        "--games-per-variant", type=int, default=60, help="bot games of each rule set (default 60)"
+    )
+    parser.add_argument("--players", type=int, default=4, help="players per game (default 4)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds of each measurement (default 3)")
+    parser.add_argument("--core", type=int, help="the core to pin to (default: the last one allowed)")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("UNO_AUDIT_BENCH_DATABASE_URL", LOCAL_URL),
+        help=f"a server to create the bench database on (needs CREATEDB; default {LOCAL_URL})",
+    )
+    parser.add_argument("--gc", action="store_true", help="leave the garbage collector on while timing")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.games_per_variant < 1 or args.repeat < 1 or not 2 <= args.players <= 10:
+        parser.error("--games-per-variant and --repeat must be positive, --players 2 to 10")
+    result = run(args)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_table(result)
+    return 0 if result["targets"]["met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,607 @@
+"""The arbiter's command line on stored games: ``uno-audit verify --game/--all``, ``adjudicate``, ``export``
+and ``import``, against a real PostgreSQL.
+
+Each test prepares its database with the ``store`` fixture (in the test's event loop), then runs the
+command line, which runs its own ``asyncio.run``, in a worker thread. Expected values come from the
+record files and their ``.expected.json``, the offline verifier, the simulation that played the game,
+or the tampering the test did itself, never from the command's own output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from service.api.auth import token_hash
+from service.api.handler import stored_form
+from service.audit.auditor import Auditor
+from service.audit.entries import DisputeKind
+from service.audit.record import read_record
+from service.audit.verify import verify_record
+from service.cli import main
+from service.rules.events import GameCreated
+from service.rules.options import Variant
+from service.rules.simulate import SimulatedGame, play_game
+from service.store import EventStore
+from tests.audit.support import store_simulated
+
+RECORDS = Path(__file__).parent / "data" / "records"
+PLAYERS = 3  # store_simulated's default
+
+Run = tuple[int, str, str]
+
+
+async def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
+    """``uno-audit ARGV`` in a worker thread (it runs its own event loop): exit status, stdout, stderr."""
+    code = await asyncio.to_thread(main, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def offline(name: str) -> dict[str, Any]:
+    """The offline verifier's report of a record file."""
+    return verify_record(read_record((RECORDS / f"{name}.jsonl").read_text(encoding="utf-8"))).to_json()
+
+
+def expected(name: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((RECORDS / f"{name}.expected.json").read_text(encoding="utf-8"))
+    return result
+
+
+def winner_of(game: SimulatedGame) -> str:
+    state = game.state
+    assert state.winner is not None
+    return state.players[state.winner]
+
+
+async def import_file(capsys: pytest.CaptureFixture[str], url: str, name: str) -> dict[str, Any]:
+    code, out, err = await cli(
+        capsys, "import", str(RECORDS / f"{name}.jsonl"), "--json", "--database-url", url
+    )
+    assert code == 0, err
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def tamper(url: str, game_id: str, change: str, where: str = "true") -> int:
+    """As the database superuser, rewrite the payload of the game's first ``CardPlayed`` event that
+    ``where`` holds for as ``change`` says (the immutability trigger switched off meanwhile); its position."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            f"SELECT version FROM events WHERE game_id = %s AND type = 'CardPlayed' AND ({where}) "
+            "ORDER BY version LIMIT 1",
+            (game_id,),
+        ).fetchone()
+        assert row is not None
+        position = int(row[0])
+        with conn.transaction():
+            conn.execute("ALTER TABLE events DISABLE TRIGGER events_immutable_rows")
+            changed = conn.execute(
+                f"UPDATE events SET payload = {change} "
+                "WHERE game_id = %s AND version = %s AND type = 'CardPlayed'",
+                (game_id, position),
+            ).rowcount
+            conn.execute("ALTER TABLE events ENABLE TRIGGER events_immutable_rows")
+    assert changed == 1
+    return position
+
+
+async def store_partial(store: EventStore, variant: Variant, seed: int, commands: int) -> tuple[str, bytes]:
+    """The first ``commands`` commands of a bot game, stored as the service stores them (the seed kept
+    apart from the log): a game still in progress. Its id and its seed."""
+    game = play_game(variant, PLAYERS, seed)
+    created = game.events[0]
+    assert isinstance(created, GameCreated) and created.seed is not None
+    game_id = str(uuid.uuid4())
+    result = await store.create_game(
+        game_id,
+        variant=created.variant.value,
+        players=created.players,
+        tournament_id="",
+        seed=created.seed,
+        seat_token_hashes=[bytes(32)] * len(created.players),
+        command_id=str(uuid.uuid4()),
+        request_hash=b"create",
+        events=[stored_form(created)],
+        metadata={"command": "CreateGame"},
+    )
+    version, last_hash = result.last_version, result.last_hash
+    for _, events in game.steps[:commands]:
+        appended = await store.append(
+            game_id,
+            version,
+            [stored_form(e) for e in events],
+            command_id=str(uuid.uuid4()),
+            request_hash=b"command",
+            metadata={"command": "test"},
+            prev_hash=last_hash,
+        )
+        version, last_hash = appended.last_version, appended.last_hash
+    return game_id, created.seed
+
+
+# --- verify --game ---------------------------------------------------------------------------------------
+
+
+async def test_a_stored_game_verifies_valid_in_text_and_json(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    game_id = await store_simulated(store, Variant.CLASSIC, seed=3)
+    winner = winner_of(play_game(Variant.CLASSIC, PLAYERS, 3))
+    version = await store.stream_version(game_id)
+
+    code, out, err = await cli(capsys, "verify", "--game", game_id, "--database-url", database_url)
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert lines[0] == f"game {game_id}: VALID"
+    assert f"winner: {winner}" in out
+    assert "intact" in out and "TAMPERED" not in out and "DIVERGED" not in out
+
+    code, out, err = await cli(capsys, "verify", "--game", game_id, "--json", "--database-url", database_url)
+    assert code == 0, err
+    assert out.count("\n") == 1  # one JSON object on one line
+    report = json.loads(out)
+    assert (report["game_id"], report["origin"], report["version"]) == (game_id, "live", version)
+    assert report["valid"] is True and report["rules_valid"] is True
+    assert report["chain"] == {**report["chain"], "valid": True, "events": version, "findings": []}
+    assert report["winner"] == winner
+    assert report["replay"]["diverged_at"] is None and report["replay"]["outcome_differs"] is False
+    assert report["seed"]["commitment_ok"] is True
+
+
+async def test_an_unknown_game_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    await store_simulated(store, Variant.CLASSIC, seed=1)
+
+    code, out, err = await cli(capsys, "verify", "--game", "no-such-game", "--database-url", database_url)
+
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and "no-such-game" in err
+    assert "Traceback" not in err
+
+
+def test_bad_usage_of_verify_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    record = str(RECORDS / "classic_wd4_upheld.jsonl")
+    for argv in (
+        ["verify", "--record", record, "--game", "x"],
+        ["verify", "--game", "x", "--all"],
+        ["verify", "--game", "bad\x00id"],
+    ):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+        assert "Traceback" not in capsys.readouterr().err
+
+    assert main(["verify", "--record", record, "--reveal-seed"]) == 2
+    assert "--reveal-seed" in capsys.readouterr().err
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert main(["verify", "--game", "x"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--database-url" in err and err.count("\n") == 1
+
+
+async def test_an_unreachable_database_exits_2_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], postgres_url: str
+) -> None:
+    url = make_conninfo(postgres_url, dbname=f"missing_{uuid.uuid4().hex[:8]}")
+
+    code, out, err = await cli(capsys, "verify", "--all", "--database-url", url)
+
+    assert code == 2 and out == ""
+    assert err.startswith("uno-audit verify: cannot connect to the database") and err.count("\n") == 1
+
+
+async def test_an_imported_record_with_violations_verifies_invalid(
+    capsys: pytest.CaptureFixture[str], database_url: str
+) -> None:
+    imported = await import_file(capsys, database_url, "classic_violations")
+    wanted = expected("classic_violations")
+
+    code, out, _ = await cli(
+        capsys, "verify", "--game", imported["game_id"], "--json", "--database-url", database_url
+    )
+
+    assert code == 1
+    report = json.loads(out)
+    assert report["valid"] is False and report["origin"] == "imported"
+    assert [(v["position"], v["rule"]) for v in report["violations"]] == [
+        (v["line"] + 1, v["rule"]) for v in wanted["violations"]
+    ]
+    assert report["stopped_at"] == wanted["stopped_at"] + 1
+
+    code, out, _ = await cli(capsys, "verify", "--game", imported["game_id"], "--database-url", database_url)
+    assert code == 1
+    assert out.splitlines()[0] == f"game {imported['game_id']}: INVALID"
+    for violation in wanted["violations"]:
+        assert f"position {violation['line'] + 1}: {violation['rule']}: " in out
+
+
+async def test_the_seed_of_a_game_in_progress_is_revealed_only_when_asked(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    game_id, seed = await store_partial(store, Variant.CLASSIC, seed=5, commands=4)
+    before = await store.stream_version(game_id)
+
+    code, out, _ = await cli(capsys, "verify", "--game", game_id, "--json", "--database-url", database_url)
+    assert code == 0
+    report = json.loads(out)
+    assert report["status"] == "in-progress"
+    assert report["seed"]["status"] == "secret" and report["seed"]["seed"] is None
+    assert report["seed"]["committed"] == hashlib.sha256(seed).hexdigest()
+
+    code, out, err = await cli(capsys, "export", "--game", game_id, "--database-url", database_url)
+    assert (code, out) == (2, "")
+    assert "seed" in err and err.count("\n") == 1
+    assert await store.stream_version(game_id) == before  # a refusal appends nothing
+
+    argv = ("verify", "--game", game_id, "--reveal-seed", "--json", "--database-url", database_url)
+    code, out, err = await cli(capsys, *argv)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["seed"]["seed"] == seed.hex()
+    assert report["seed"]["revealed_at"] == before + 1
+    assert [e.type for e in await store.read_stream(game_id, after_version=before)] == ["SeedRevealed"]
+
+    code, out, _ = await cli(capsys, "export", "--game", game_id, "--database-url", database_url)
+    assert code == 0
+    assert read_record(out).header.seed == seed
+
+
+# --- verify --all ----------------------------------------------------------------------------------------
+
+
+async def test_verify_all_lists_every_stored_game(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    ids = {await store_simulated(store, variant, seed=7) for variant in Variant}
+    assert len(ids) == len(Variant) >= 4
+
+    code, out, err = await cli(capsys, "verify", "--all", "--json", "--database-url", database_url)
+
+    assert code == 0, out
+    assert out.count("\n") == 1
+    summary = json.loads(out)
+    assert summary["games"] == len(ids)
+    assert (summary["invalid"], summary["outcome_differs"]) == ([], [])
+    assert {row["game_id"] for row in summary["reports"]} == ids
+    for row in summary["reports"]:
+        assert (row["origin"], row["valid"], row["chain"], row["first_problem"]) == ("live", True, True, None)
+        assert row["version"] == await store.stream_version(row["game_id"])
+    # The progress bar is on standard error, and only there.
+    assert f"{len(ids)}/{len(ids)}" in err
+    assert "\r" not in out and "%|" not in out
+
+    code, out, err = await cli(capsys, "verify", "--all", "--no-projections", "--database-url", database_url)
+    assert code == 0
+    assert all(game_id in out for game_id in ids)
+    assert f"{len(ids)} games: {len(ids)} valid, 0 invalid" in out
+    assert f"{len(ids)}/{len(ids)}" in err and "%|" not in out
+
+
+async def test_verify_all_of_no_games_exits_0(capsys: pytest.CaptureFixture[str], database_url: str) -> None:
+    code, out, _ = await cli(capsys, "verify", "--all", "--json", "--database-url", database_url)
+
+    assert code == 0
+    assert json.loads(out) == {"games": 0, "invalid": [], "outcome_differs": [], "reports": []}
+
+
+async def test_verify_all_exits_1_and_names_a_tampered_game(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    ids = [await store_simulated(store, variant, seed=2) for variant in (Variant.CLASSIC, Variant.SONIC)]
+    ids.append(await store_simulated(store, Variant.ATTACK, seed=4))
+    victim = ids[1]
+    position = tamper(
+        database_url, victim, "jsonb_set(payload, '{player}', '1')", "payload->>'player' <> '1'"
+    )
+
+    code, out, _ = await cli(capsys, "verify", "--all", "--json", "--database-url", database_url)
+
+    assert code == 1
+    summary = json.loads(out)
+    assert summary["games"] == 3
+    assert summary["invalid"] == [victim]
+    rows = {row["game_id"]: row for row in summary["reports"]}
+    assert rows[victim]["valid"] is False and rows[victim]["chain"] is False
+    assert rows[victim]["first_problem"].startswith(f"position {position}:")
+    assert rows[victim]["diverged_at"] is not None and rows[victim]["diverged_at"] >= position
+    # A finished game whose log was changed in its first round cannot replay to the stored winner.
+    assert summary["outcome_differs"] == [victim]
+    assert all(rows[game_id]["valid"] for game_id in ids if game_id != victim)
+
+    code, out, _ = await cli(capsys, "verify", "--all", "--database-url", database_url)
+    assert code == 1
+    table, _, after = out.partition("outcome differs (")
+    victim_line = next(line for line in table.splitlines() if line.startswith(victim))
+    assert "NO" in victim_line and "TAMPERED" in victim_line and "DIFFERS" in victim_line
+    assert victim in after  # listed explicitly as an outcome that differs
+    assert "3 games: 2 valid, 1 invalid" in table
+
+    code, out, _ = await cli(capsys, "verify", "--game", victim, "--database-url", database_url)
+    assert code == 1
+    assert f"    position {position}: " in out and "TAMPERED" in out
+
+
+async def test_a_game_whose_log_no_longer_decodes_is_invalid_not_a_crash(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    good = await store_simulated(store, Variant.CLASSIC, seed=8)
+    broken = await store_simulated(store, Variant.ATTACK, seed=8)
+    position = tamper(database_url, broken, "payload - 'card'")  # a play without its card
+
+    code, out, err = await cli(capsys, "verify", "--game", broken, "--database-url", database_url)
+    assert code == 1, err
+    assert out.splitlines()[0] == f"game {broken}: INVALID"
+    assert f"UNREADABLE from position {position}" in out
+    assert f"    position {position}: " in out  # the chain names the changed event
+    assert "Traceback" not in err
+
+    code, out, err = await cli(capsys, "verify", "--all", "--json", "--database-url", database_url)
+    assert code == 1, err
+    summary = json.loads(out)
+    assert (summary["games"], summary["invalid"]) == (2, [broken])
+    rows = {row["game_id"]: row for row in summary["reports"]}
+    assert rows[broken]["chain"] is False and rows[broken]["first_problem"].startswith(
+        f"position {position}:"
+    )
+    assert rows[good]["valid"] is True
+
+
+# --- export ----------------------------------------------------------------------------------------------
+
+
+async def test_an_exported_game_verifies_offline(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str, tmp_path: Path
+) -> None:
+    game_id = await store_simulated(store, Variant.MARIO_KART, seed=6)
+    winner = winner_of(play_game(Variant.MARIO_KART, PLAYERS, 6))
+
+    code, out, err = await cli(capsys, "export", "--game", game_id, "--database-url", database_url)
+    assert code == 0, err
+    assert out.endswith("}\n") and not out.endswith("\n\n")
+    path = tmp_path / "game.jsonl"
+    path.write_text(out, encoding="utf-8")
+
+    code, out, err = await cli(capsys, "verify", "--record", str(path), "--json")
+    assert code == 0, out
+    assert json.loads(out)["winner"] == winner
+
+    code, out, _ = await cli(capsys, "export", "--game", game_id, "--json", "--database-url", database_url)
+    assert code == 0
+    exported = json.loads(out)
+    assert exported["record"] == path.read_text(encoding="utf-8")
+    assert exported["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+async def test_an_imported_record_exports_byte_for_byte(
+    capsys: pytest.CaptureFixture[str], database_url: str
+) -> None:
+    imported = await import_file(capsys, database_url, "classic_uno_catch")
+
+    code, out, _ = await cli(capsys, "export", "--game", imported["game_id"], "--database-url", database_url)
+
+    assert code == 0
+    assert out == (RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8")
+    code, out, err = await cli(capsys, "export", "--game", "nope", "--database-url", database_url)
+    assert (code, out) == (2, "") and "nope" in err
+
+
+# --- import ----------------------------------------------------------------------------------------------
+
+
+async def test_an_imported_record_gets_seat_tokens_and_verifies(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    name = "classic_wd4_upheld"
+    header = read_record((RECORDS / f"{name}.jsonl").read_text(encoding="utf-8")).header
+    wanted = expected(name)
+
+    imported = await import_file(capsys, database_url, name)
+
+    game_id = imported["game_id"]
+    assert [seat["player"] for seat in imported["seats"]] == list(header.players)
+    assert [seat["seat"] for seat in imported["seats"]] == list(range(len(header.players)))
+    tokens = [seat["token"] for seat in imported["seats"]]
+    assert len(set(tokens)) == len(tokens) and all(len(token) >= 32 for token in tokens)
+    for seat, token in enumerate(tokens):  # the store keeps each token's hash for its seat
+        assert await store.seat_for_token(game_id, token_hash(token)) == seat
+    assert imported["valid"] is wanted["valid"] and imported["violations"] == 0
+
+    code, out, _ = await cli(capsys, "verify", "--game", game_id, "--json", "--database-url", database_url)
+    assert code == 0
+    report = json.loads(out)
+    assert (report["origin"], report["valid"], report["chain"]["valid"]) == ("imported", True, True)
+    assert [(r["position"], r["kind"], r["verdict"]) for r in report["rulings"]] == [
+        (r["line"] + 1, r["kind"], r["verdict"]) for r in wanted["rulings"]
+    ]
+
+    code, out, _ = await cli(
+        capsys,
+        "import",
+        str(RECORDS / f"{name}.jsonl"),
+        "--tournament",
+        "cup",
+        "--database-url",
+        database_url,
+    )
+    assert code == 0
+    assert "shown once" in out
+    [game_line] = [line for line in out.splitlines() if line.startswith("imported ")]
+    second = game_line.split(" as game ")[1].split(":")[0]
+    assert second != game_id
+    assert (await store.game(second)) is not None
+    assert [g.game_id for g in await store.list_games(tournament_id="cup")] == [second]
+    for player in header.players:
+        assert f" {player}: " in out
+
+
+MALFORMED = (
+    '{"record": "uno-game-record/1", "variant": "classic", "players": ["ann", "bob"], "options": {}}\n'
+    '{"round": 1, "dealer": "bob", "hands": {"ann": ["R1"], "bob": ["G2"]}, "first": ["R9"]}\n'
+    '{"by": "ann", "play": "R10"}\n'
+)
+
+
+async def test_a_malformed_record_is_not_imported(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(MALFORMED, encoding="utf-8")
+
+    code, out, err = await cli(capsys, "import", str(path), "--database-url", database_url)
+
+    assert (code, out) == (2, "")
+    assert err.startswith(f"uno-audit import: {path}: line 3: ") and "R10" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert await store.list_games() == []
+
+    path.write_bytes(MALFORMED.encode() + b'{"by": "bob", "play": "\xff"}\n')
+    code, out, err = await cli(capsys, "import", str(path), "--json", "--database-url", database_url)
+    assert (code, out) == (2, "")
+    assert f"{path}: line 4: not UTF-8" in err
+
+    code, out, err = await cli(
+        capsys, "import", str(tmp_path / "missing.jsonl"), "--database-url", database_url
+    )
+    assert (code, out) == (2, "")
+    assert err.startswith("uno-audit import: cannot read ")
+    assert await store.list_games() == []
+
+
+# --- adjudicate ------------------------------------------------------------------------------------------
+
+
+async def test_adjudicating_a_recorded_catch_agrees_with_the_offline_verifier(
+    capsys: pytest.CaptureFixture[str], database_url: str
+) -> None:
+    name = "classic_uno_catch"
+    [catch] = [r for r in offline(name)["rulings"] if r["kind"] == "uno-catch"]
+    assert catch == {**catch, **expected(name)["rulings"][0]}  # the file's own expectation
+    game_id = (await import_file(capsys, database_url, name))["game_id"]
+    position = catch["line"] + 1
+
+    argv = ("adjudicate", "catch", "--game", game_id, "--position", str(position), "--json")
+    code, out, err = await cli(capsys, *argv, "--database-url", database_url)
+
+    assert code == 0, err
+    found = json.loads(out)
+    assert (found["position"], found["recorded"]) == (position, True)
+    ruling = found["ruling"]
+    assert (ruling["verdict"], ruling["rule"], ruling["by"], ruling["against"]) == (
+        catch["verdict"],
+        catch["rule"],
+        catch["by"],
+        catch["against"],
+    )
+    assert ruling["evidence"]["hand"] == catch["evidence"]["hand"]
+    assert ruling["evidence"]["window_opened"] == catch["evidence"]["window_opened"] + 1
+
+    code, out, _ = await cli(capsys, *argv[:-1], "--database-url", database_url)
+    assert code == 0
+    assert f"verdict: {catch['verdict']}" in out and f"rule: {catch['rule']}" in out
+    assert f"by {catch['by']} against {catch['against']}" in out
+    assert f"hand: {' '.join(catch['evidence']['hand'])}" in out
+    assert f"window opened: position {catch['evidence']['window_opened'] + 1}" in out
+
+
+async def test_adjudicating_a_recorded_challenge_agrees_with_the_offline_verifier(
+    capsys: pytest.CaptureFixture[str], database_url: str
+) -> None:
+    name = "classic_wd4_upheld"
+    [challenge] = offline(name)["rulings"]
+    wanted = expected(name)["rulings"][0]
+    assert (challenge["line"], challenge["verdict"]) == (wanted["line"], wanted["verdict"])
+    game_id = (await import_file(capsys, database_url, name))["game_id"]
+    position = challenge["line"] + 1
+
+    code, out, err = await cli(
+        capsys,
+        "adjudicate",
+        "challenge",
+        "--game",
+        game_id,
+        "--position",
+        str(position),
+        "--json",
+        "--database-url",
+        database_url,
+    )
+
+    assert code == 0, err
+    found = json.loads(out)
+    assert found["recorded"] is True and found["position"] == position
+    ruling = found["ruling"]
+    assert (ruling["verdict"], ruling["rule"]) == (challenge["verdict"], challenge["rule"])
+    assert wanted["matching_contains"] in ruling["evidence"]["matching"]
+    assert ruling["evidence"]["played_at"] == challenge["evidence"]["played_at"] + 1
+
+
+async def test_a_filed_dispute_shows_in_the_report_at_its_positions(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+) -> None:
+    name = "classic_uno_catch"
+    text = (RECORDS / f"{name}.jsonl").read_text(encoding="utf-8")
+    [catch] = offline(name)["rulings"]
+    game_id = (await import_file(capsys, database_url, name))["game_id"]
+    imported_version = len(text.splitlines()) + 1  # the import entry, then one entry per line
+    dispute = await Auditor(store).file_dispute(
+        game_id,
+        seat=1,
+        kind=DisputeKind.UNO_CATCH,
+        position=catch["line"] + 1,
+        target=0,
+        claim="caught before anyone played",
+        command_id=str(uuid.uuid4()),
+        request_hash=b"dispute",
+    )
+
+    code, out, _ = await cli(capsys, "verify", "--game", game_id, "--json", "--database-url", database_url)
+    assert code == 0
+    [shown] = json.loads(out)["disputes"]
+    assert (shown["dispute_id"], shown["filed_at"], shown["position"]) == (
+        dispute.filed.dispute_id,
+        imported_version + 1,
+        catch["line"] + 1,
+    )
+    assert (shown["by"], shown["target"], shown["status"]) == ("bob", "ann", "open")
+
+    code, out, _ = await cli(capsys, "verify", "--game", game_id, "--database-url", database_url)
+    assert code == 0
+    [line] = [line for line in out.splitlines() if dispute.filed.dispute_id in line]
+    assert f"filed at position {imported_version + 1} by bob" in line
+    assert f"uno-catch of ann at position {catch['line'] + 1}" in line and line.endswith("open")
+
+
+async def test_an_adjudication_that_cannot_be_made_exits_2(
+    capsys: pytest.CaptureFixture[str], database_url: str
+) -> None:
+    game_id = (await import_file(capsys, database_url, "classic_uno_catch"))["game_id"]
+    lines = len((RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8").splitlines())
+    past_the_end = lines + 2  # the import entry, then one position per line
+
+    for extra in (["--position", str(past_the_end)], ["--position", "2", "--by", "5"]):
+        code, out, err = await cli(
+            capsys, "adjudicate", "catch", "--game", game_id, *extra, "--database-url", database_url
+        )
+        assert (code, out) == (2, "")
+        assert err.startswith("uno-audit adjudicate: ") and err.count("\n") == 1
+
+    code, out, err = await cli(
+        capsys, "adjudicate", "catch", "--game", "nope", "--position", "1", "--database-url", database_url
+    )
+    assert (code, out) == (2, "") and "nope" in err
+    with pytest.raises(SystemExit) as exited:
+        main(["adjudicate", "steal", "--game", game_id, "--position", "1", "--database-url", database_url])
+    assert exited.value.code == 2
