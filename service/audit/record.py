@@ -250,6 +250,9 @@ _MODIFIERS: dict[ActionKind, tuple[str, ...]] = {
     ActionKind.RESHUFFLE: (),
 }
 _ACTION_LINE_KEYS = frozenset(("by", *_ACTION_KEYS, *(key for keys in _MODIFIERS.values() for key in keys)))
+_ACTION_OF_KEY = {kind.value: kind for kind in ActionKind}
+#: The keys a line of each action may hold (``by``, its action key, its modifiers).
+_LINE_KEYS = {kind: frozenset(("by", kind.value, *_MODIFIERS[kind])) for kind in ActionKind}
 #: The ``applied`` values each action allows.
 _APPLIED = {ActionKind.CATCH: ("penalty", "none"), ActionKind.CHALLENGE: ("upheld", "failed")}
 #: Action keys whose only allowed value is ``true``.
@@ -302,15 +305,18 @@ def _physical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield number, line.removesuffix("\r")
 
 
-@dataclass(frozen=True, slots=True)
 class _Line:
     """What reading one line needs: its number, the header's players, how the round is dealt and
-    whether the header reveals the game seed."""
+    whether the header reveals the game seed. (A plain class: one is made per line, and a frozen
+    dataclass's constructor costs several times as much.)"""
 
-    number: int
-    players: tuple[str, ...]
-    with_deck: bool
-    seeded: bool = False
+    __slots__ = ("number", "players", "seeded", "with_deck")
+
+    def __init__(self, number: int, players: tuple[str, ...], with_deck: bool, seeded: bool = False) -> None:
+        self.number = number
+        self.players = players
+        self.with_deck = with_deck
+        self.seeded = seeded
 
     def fail(self, message: str) -> NoReturn:
         raise RecordError(self.number, message)
@@ -475,13 +481,14 @@ def _read_action(
 ) -> Action:
     line = _Line(number, players, with_deck, seeded)
     line.check_keys(obj, _ACTION_LINE_KEYS, "an action line")
-    keys = [key for key in obj if key in _ACTION_KEYS]
+    keys = [key for key in obj if key in _ACTION_OF_KEY]
     if len(keys) != 1:
         found = f"found {', '.join(map(repr, keys))}" if keys else "found none"
         line.fail(f"an action line needs exactly one action key ({', '.join(_ACTION_KEYS)}); {found}")
-    kind = ActionKind(keys[0])
+    kind = _ACTION_OF_KEY[keys[0]]
+    line_keys = _LINE_KEYS[kind]
     for key in obj:
-        if key not in ("by", kind.value, *_MODIFIERS[kind]):
+        if key not in line_keys:
             line.fail(f"key {key!r} does not go on a {kind.value!r} line")
     value = obj[kind.value]
     if "by" in obj:

@@ -360,8 +360,11 @@ class Replay:
         events = self.judge_and_apply(line, command)
         flips = (action.flip,) if action.flip else None
         self.check_pile(line, events, action.cards, action.fired, flips, own_press=kind is ActionKind.PRESS)
-        drew = any(isinstance(e, CardDrawn) for e in events)
-        if kind is ActionKind.DRAW and drew and self.state.awaiting is not Awaiting.DRAWN:
+        if (
+            kind is ActionKind.DRAW
+            and self.state.awaiting is not Awaiting.DRAWN
+            and any(isinstance(e, CardDrawn) for e in events)
+        ):
             self.auto_ended_draw = seat
         self.after(line, before, events)
         return None
@@ -568,8 +571,11 @@ class Replay:
             exposed != was or any(isinstance(e, CardPlayed) and e.player == exposed for e in events)
         ):
             self.window_opened[exposed] = line
-        talk = any(isinstance(e, UnoCalled | UnoCaught) for e in events)
-        if was is not None and exposed != was and not talk:
+        if (
+            was is not None
+            and exposed != was
+            and not any(isinstance(e, UnoCalled | UnoCaught) for e in events)
+        ):
             self.window_closed[was] = line
 
 

@@ -18,7 +18,17 @@ from service.api.server import RunningServer
 from service.audit.record import read_record
 from service.audit.verify import verify_record
 from service.rules.options import Variant
-from tests.api.support import ADMIN, auth, count_rows, create_game, error_info, fails_with, header, new_id
+from tests.api.support import (
+    ADMIN,
+    arranged_deck,
+    auth,
+    count_rows,
+    create_game,
+    error_info,
+    fails_with,
+    header,
+    new_id,
+)
 
 from .support import store_simulated
 
@@ -85,8 +95,8 @@ async def test_only_the_adjudicator_verifies(server: RunningServer, stub: Any, a
 async def test_revealing_the_seed_of_a_game_in_progress_is_recorded_once(
     server: RunningServer, stub: Any, audit: AuditStub
 ) -> None:
-    game = await create_game(stub, players=2)
-    await stub.StartRound(pb.StartRoundRequest(header=header(game.game_id)), metadata=game.seat(0))
+    # A number card first, so that the game then simply waits for a play or a draw.
+    game = await create_game(stub, players=2, fixed_deck=arranged_deck({}, "R5", players=2))
     before = await server.store.stream_version(game.game_id)
 
     await fails_with(
@@ -338,14 +348,13 @@ def _json(value: Any) -> str:
 async def test_watchers_see_a_ruling_but_only_the_adjudicator_sees_the_hand_in_its_evidence(
     server: RunningServer, stub: game_pb2_grpc.GameServiceStub, audit: AuditStub
 ) -> None:
-    game = await create_game(stub, players=2)
-    started = await stub.StartRound(pb.StartRoundRequest(header=header(game.game_id)), metadata=game.seat(0))
+    game = await create_game(stub, players=2, fixed_deck=arranged_deck({}, "R5", players=2))
     filed = await audit.FileDispute(
         apb.FileDisputeRequest(
             game_id=game.game_id,
             command_id=new_id(),
             kind=apb.UNO_CATCH,
-            position=started.version,
+            position=game.reply.version,
             target=1,
             claim="they hold one card",
         ),
