@@ -21,17 +21,16 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from service.api.auth import token_hash
-from service.api.handler import stored_form
 from service.audit.auditor import Auditor
 from service.audit.entries import DisputeKind
 from service.audit.record import read_record
 from service.audit.verify import verify_record
 from service.cli import main
-from service.rules.events import GameCreated
 from service.rules.options import Variant
 from service.rules.simulate import SimulatedGame, play_game
 from service.store import EventStore
 from tests.audit.support import store_simulated
+from tests.projections.projection_support import store_game
 
 RECORDS = Path(__file__).parent / "data" / "records"
 PLAYERS = 3  # store_simulated's default
@@ -98,34 +97,10 @@ async def store_partial(store: EventStore, variant: Variant, seed: int, commands
     """The first ``commands`` commands of a bot game, stored as the service stores them (the seed kept
     apart from the log): a game still in progress. Its id and its seed."""
     game = play_game(variant, PLAYERS, seed)
-    created = game.events[0]
-    assert isinstance(created, GameCreated) and created.seed is not None
+    assert game.state.seed is not None
     game_id = str(uuid.uuid4())
-    result = await store.create_game(
-        game_id,
-        variant=created.variant.value,
-        players=created.players,
-        tournament_id="",
-        seed=created.seed,
-        seat_token_hashes=[bytes(32)] * len(created.players),
-        command_id=str(uuid.uuid4()),
-        request_hash=b"create",
-        events=[stored_form(created)],
-        metadata={"command": "CreateGame"},
-    )
-    version, last_hash = result.last_version, result.last_hash
-    for _, events in game.steps[:commands]:
-        appended = await store.append(
-            game_id,
-            version,
-            [stored_form(e) for e in events],
-            command_id=str(uuid.uuid4()),
-            request_hash=b"command",
-            metadata={"command": "test"},
-            prev_hash=last_hash,
-        )
-        version, last_hash = appended.last_version, appended.last_hash
-    return game_id, created.seed
+    await store_game(store, game_id, game, steps=slice(0, commands))
+    return game_id, game.state.seed
 
 
 # --- verify --game ---------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
 from tests.api.support import ADMIN, Game, arranged_deck, create_game, fails_with, header
+from tests.test_verify_rulings import WILDS_BLOCK  # the same cases, over the live service
 
 AuditStub = audit_pb2_grpc.AuditServiceStub
 GameStub = game_pb2_grpc.GameServiceStub
@@ -552,20 +553,6 @@ async def test_a_challenge_not_made_is_judged_as_made_right_after_the_wild_draw_
     assert heading(await judge.challenge(table.game_id, accepted.last)) == heading(late)  # by the victim
     assert late.reason == "no Wild Draw Four is waiting for an answer"
     assert evidence(late) == {"played_at": wd4.first}
-
-
-#: (variant, options, ann's other wild, upheld?), as in tests/test_verify_rulings.py.
-WILDS_BLOCK = [
-    ("sonic", {}, "W", True),  # Sonic: another wild in hand makes Wild Draw Four illegal (default on)
-    ("sonic", {}, "WVL", True),
-    ("sonic", {}, "W+4", True),
-    ("classic", {}, "W", False),  # classic: only the active colour counts
-    ("classic", {}, "W+4", False),
-    ("mario-kart", {}, "WIB", False),
-    ("sonic", {"wd4_wilds_block": False}, "W", False),
-    ("classic", {"wd4_wilds_block": True}, "W", True),
-    ("mario-kart", {"wd4_wilds_block": True}, "WIB", True),
-]
 
 
 @pytest.mark.parametrize(("variant", "options", "wild", "upheld"), WILDS_BLOCK)
