@@ -11,6 +11,8 @@ Refusals are :class:`Refused` with a kind the caller maps to its own error (a gR
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -109,12 +111,14 @@ class Auditor:
             log = await self.load(game_id)
         problems = await self._projection_problems(log) if check_projections else None
         show = log.seed_revealed_at() is not None or log.imported is not None
+        ledger = await self.store.ledger_last_version(game_id)
         try:
-            return verify_game(
-                log,
-                ledger_last_version=await self.store.ledger_last_version(game_id),
-                projection_problems=problems,
-                show_seed=show,
+            # The replay is pure CPU work: off the event loop, so that a server keeps answering
+            # (the other RPCs get the interpreter at least every switch interval meanwhile).
+            return await asyncio.to_thread(
+                functools.partial(
+                    verify_game, log, ledger_last_version=ledger, projection_problems=problems, show_seed=show
+                )
             )
         except (LogError, RecordError) as bad:
             raise Refused("precondition", f"game {game_id!r} cannot be read as a record: {bad}") from None
@@ -170,7 +174,9 @@ class Auditor:
         """The ruling on the catch or challenge at ``position`` (see :func:`stored_game.adjudicate`)."""
         log = await self.load(game_id)
         try:
-            return adjudicate(log, kind, position, by=by, target=target)
+            return await asyncio.to_thread(
+                functools.partial(adjudicate, log, kind, position, by=by, target=target)
+            )
         except AdjudicationError as bad:
             refusal = "invalid" if bad.invalid else "precondition"
             raise Refused(refusal, str(bad), bad.field if bad.invalid else None) from None
