@@ -4,7 +4,8 @@ A round dealt from a known deck is written with its ``deck`` (every card then fo
 from the seed for reshuffles and launcher presses); a round whose deck order was unknown is written
 with ``hands`` and ``first``, and every line lists the cards its action took from the pile. Launcher
 presses are written as counts (with a deck) or card lists (without), one per press, on the line that
-caused them.
+caused them. Every item carries the number of its line in the canonical text (header 1, then one line
+per command), so that reports on the record can point at them.
 """
 
 from __future__ import annotations
@@ -75,22 +76,22 @@ def record_from_steps(
         options=created.options.to_json(),
         seed_sha256=created.seed_sha256,
         seed=created.seed if revealed else None,
-        line=0,
+        line=1,
     )
     rounds: list[RoundBlock] = []
     start: RoundLine | None = None
     actions: list[Action] = []
     with_deck = True
-    for command, events in steps:
+    for line, (command, events) in enumerate(steps, start=2):
         if isinstance(command, StartRound):
             if start is not None:
                 rounds.append(RoundBlock(start, tuple(actions)))
             started = next(e for e in events if isinstance(e, RoundStarted))
             with_deck = started.deck is not None
-            start = _round_line(players, started, events, with_deck)
+            start = _round_line(players, started, events, with_deck, line)
             actions = []
         else:
-            actions.append(_action(players, command, events, with_deck))
+            actions.append(_action(players, command, events, with_deck, line))
     if start is not None:
         rounds.append(RoundBlock(start, tuple(actions)))
     return GameRecord(header, tuple(rounds))
@@ -130,7 +131,7 @@ def _taken(players: tuple[str, ...], events: Sequence[Event], with_deck: bool) -
 
 
 def _round_line(
-    players: tuple[str, ...], started: RoundStarted, events: Sequence[Event], with_deck: bool
+    players: tuple[str, ...], started: RoundStarted, events: Sequence[Event], with_deck: bool, line: int
 ) -> RoundLine:
     hands = first = None
     if not with_deck:
@@ -145,17 +146,19 @@ def _round_line(
         first=first,
         cards=_taken(players, events, with_deck),
         fired=fired_outcomes(events, with_deck),
-        line=0,
+        line=line,
     )
 
 
-def _action(players: tuple[str, ...], command: Command, events: Sequence[Event], with_deck: bool) -> Action:
+def _action(
+    players: tuple[str, ...], command: Command, events: Sequence[Event], with_deck: bool, line: int
+) -> Action:
     taken = _taken(players, events, with_deck)
     fired = fired_outcomes(events, with_deck)
     if isinstance(command, Play):
         flips = flipped_cards(events)
         return Action(
-            line=0,
+            line=line,
             by=players[command.player],
             kind=ActionKind.PLAY,
             card=command.card,
@@ -168,14 +171,14 @@ def _action(players: tuple[str, ...], command: Command, events: Sequence[Event],
         )
     if isinstance(command, Press):
         return Action(
-            line=0,
+            line=line,
             by=players[command.player],
             kind=ActionKind.PRESS,
             fired=fired_outcomes(events, with_deck, False),
         )
     if isinstance(command, Catch):
         return Action(
-            line=0,
+            line=line,
             by=players[command.player],
             kind=ActionKind.CATCH,
             target=players[command.target],
@@ -186,7 +189,7 @@ def _action(players: tuple[str, ...], command: Command, events: Sequence[Event],
     if isinstance(command, Challenge):
         judged = next(e for e in events if isinstance(e, Wd4Challenged))
         return Action(
-            line=0,
+            line=line,
             by=players[command.player],
             kind=ActionKind.CHALLENGE,
             applied="upheld" if judged.upheld else "failed",
@@ -194,7 +197,7 @@ def _action(players: tuple[str, ...], command: Command, events: Sequence[Event],
         )
     if isinstance(command, Choose):
         return Action(
-            line=0,
+            line=line,
             by=players[command.player],
             kind=ActionKind.CHOOSE,
             colour=command.colour,
@@ -202,7 +205,7 @@ def _action(players: tuple[str, ...], command: Command, events: Sequence[Event],
             cards=taken,
         )
     if isinstance(command, Reshuffle):
-        return Action(line=0, by=None, kind=ActionKind.RESHUFFLE, pile=command.pile)
+        return Action(line=line, by=None, kind=ActionKind.RESHUFFLE, pile=command.pile)
     simple = {
         Draw: ActionKind.DRAW,
         Pass: ActionKind.PASS,
@@ -210,4 +213,4 @@ def _action(players: tuple[str, ...], command: Command, events: Sequence[Event],
         Accept: ActionKind.ACCEPT,
     }
     assert isinstance(command, Draw | Pass | CallUno | Accept)
-    return Action(line=0, by=players[command.player], kind=simple[type(command)], cards=taken)
+    return Action(line=line, by=players[command.player], kind=simple[type(command)], cards=taken)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -260,7 +261,7 @@ class GameLog:
                     prompted = event
                 elif isinstance(event, RoundEnded | GameEnded):
                     prompted = None
-        record = numbered(record_from_steps(created, steps, reveal_seed=reveal))
+        record = record_from_steps(created, steps, reveal_seed=reveal)
         positions = {record.header.line: created_row.version}
         steps_of_line: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = {}
         lines: list[int] = []
@@ -301,22 +302,6 @@ class LoggedRecord:
         return best[1] if best is not None else None
 
 
-def numbered(record: GameRecord) -> GameRecord:
-    """``record`` with every item's line number set to its line in the canonical text (header: 1)."""
-    header = dataclasses.replace(record.header, line=1)
-    number = 1
-    rounds = []
-    for block in record.rounds:
-        number += 1
-        start = dataclasses.replace(block.start, line=number)
-        actions = []
-        for action in block.actions:
-            number += 1
-            actions.append(dataclasses.replace(action, line=number))
-        rounds.append(RoundBlock(start, tuple(actions)))
-    return GameRecord(header, tuple(rounds))
-
-
 def truncated(record: GameRecord, last_line: int) -> GameRecord:
     """``record`` up to and including line ``last_line``."""
     rounds = []
@@ -349,22 +334,32 @@ def export_text(log: GameLog, *, reveal: bool) -> str:
 
 # --- reading commands back from their events -------------------------------------------------------------
 
+
 #: The event fields that name a seat (an index into the players).
-_SEAT_FIELDS = ("player", "target", "by", "offender", "winner", "dealer", "other")
+_SEAT_FIELDS = frozenset(("player", "target", "by", "offender", "winner", "dealer", "other"))
+
+
+@functools.cache
+def _seat_fields(kind: type) -> tuple[str, ...]:
+    """The fields of event type ``kind`` that name a seat."""
+    return tuple(f.name for f in dataclasses.fields(kind) if f.name in _SEAT_FIELDS)
 
 
 def _check_seats(event: Event, players: int, position: int) -> None:
     """Refuse an event naming a seat the game does not have (only an edited log can hold one)."""
-    for name in _SEAT_FIELDS:
-        seat = getattr(event, name, None)
-        if isinstance(seat, int) and not isinstance(seat, bool) and not 0 <= seat < players:
+    for name in _seat_fields(type(event)):  # type: ignore[arg-type]
+        seat = getattr(event, name)
+        if seat is not None and not 0 <= seat < players:
             raise LogError(
                 f"the {type(event).__name__} at {position} names seat {seat} of {players}", position
             )
-    hands = getattr(event, "hands", None)
-    if isinstance(event, RoundStarted | RoundEnded) and hands is not None and len(hands) != players:
+    if (
+        isinstance(event, RoundStarted | RoundEnded)
+        and event.hands is not None
+        and len(event.hands) != players
+    ):
         raise LogError(
-            f"the {type(event).__name__} at {position} has {len(hands)} hands for {players}", position
+            f"the {type(event).__name__} at {position} has {len(event.hands)} hands for {players}", position
         )
     if isinstance(event, DealerDrawn) and any(not 0 <= seat < players for seat, _ in event.draws):
         raise LogError(f"the DealerDrawn at {position} names a seat the game does not have", position)
