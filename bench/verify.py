@@ -160,7 +160,7 @@ async def store_game(store: EventStore, game: SimulatedGame) -> str:
     """Write ``game`` as the service does: the creation (the seed kept apart, its own command id), then
     one append per accepted command with its own command id; the new game's id.
 
-    (The logic of ``tests/audit/support.py::store_game``.)
+    (What ``tests/projections/projection_support.py::store_game`` does for the tests.)
     """
     created = game.events[0]
     assert isinstance(created, GameCreated)
