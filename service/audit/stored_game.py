@@ -101,6 +101,7 @@ def verify_game(
     valid = (
         report.valid
         and not findings
+        and not log.unreadable_entries
         and divergence is None
         and not outcome_differs
         and seed["commitment_ok"] is not False
@@ -125,6 +126,7 @@ def verify_game(
         },
         "projections": projections,
         "disputes": disputes,
+        "unreadable_entries": _unreadable_entries(log),
     }
 
 
@@ -135,6 +137,11 @@ def _status(log: GameLog, report: Report | None) -> str:
     else:
         over = report is not None and report.state is not None and report.state.winner is not None
     return "over" if over else "in-progress"
+
+
+def _unreadable_entries(log: GameLog) -> list[dict[str, Any]]:
+    """Audit entries whose payload no longer decodes (left out of the disputes)."""
+    return [{"position": position, "message": message} for position, message in log.unreadable_entries]
 
 
 def _chain_json(log: GameLog, findings: list[ChainFinding]) -> dict[str, Any]:
@@ -176,6 +183,7 @@ def _unreadable(
         "replay": None,
         "projections": None if projection_problems is None else {"problems": projection_problems},
         "disputes": [d.to_json(()) for d in log.disputes()],
+        "unreadable_entries": _unreadable_entries(log),
     }
 
 

@@ -13,6 +13,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
 from service.audit.auditor import Auditor
+from service.audit.entries import DisputeKind
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.api.support import ADMIN
@@ -177,3 +178,31 @@ async def test_an_event_edited_to_name_a_seat_the_game_lacks_is_reported_not_fol
     assert report["unreadable"]["position"] == played
     assert [(f["position"], f["kind"]) for f in report["chain"]["findings"]] == [(played, "changed")]
     assert [r["game_id"] async for r in Auditor(store).verify_all(check_projections=False)] == [game]
+
+
+async def test_a_dispute_entry_edited_out_of_shape_is_reported(
+    store: EventStore, database_url: str, game: str
+) -> None:
+    auditor = Auditor(store)
+    await auditor.file_dispute(
+        game,
+        seat=0,
+        kind=DisputeKind.UNO_CATCH,
+        position=5,
+        target=1,
+        claim="caught too late",
+        command_id="dispute-1",
+        request_hash=b"file",
+    )
+    filed_at = await store.stream_version(game)
+    await tamper(
+        database_url,
+        (
+            "UPDATE events SET payload = payload - 'claim' WHERE game_id = %s AND version = %s",
+            (game, filed_at),
+        ),
+    )
+    report = await auditor.verify(game, check_projections=False)
+    assert not report["valid"] and report["disputes"] == []
+    assert [e["position"] for e in report["unreadable_entries"]] == [filed_at]
+    assert [(f["position"], f["kind"]) for f in report["chain"]["findings"]] == [(filed_at, "changed")]
