@@ -61,8 +61,10 @@ class AdjudicationError(ValueError):
         self.invalid = invalid
 
 
-def _replay(logged: LoggedRecord) -> Replay:
-    return Replay(logged.record, where=lambda line: f"position {logged.position(line)}")
+def _replay(logged: LoggedRecord, up_to: int | None = None) -> Replay:
+    """A replay of the stored game's record (up to line ``up_to``), its messages naming positions."""
+    record = logged.record if up_to is None else truncated(logged.record, up_to)
+    return Replay(record, where=lambda line: f"position {logged.position(line)}")
 
 
 def verify_game(
@@ -320,7 +322,7 @@ def _matches(action: Action, names: tuple[str, ...], by: int | None, target: int
 
 
 def _replay_to(logged: LoggedRecord, line: int) -> Replay:
-    replay = Replay(truncated(logged.record, line), where=lambda n: f"position {logged.position(n)}")
+    replay = _replay(logged, line)
     report = replay.run()
     if report.stopped_at is not None:
         raise AdjudicationError(
