@@ -127,9 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --game or --all: do not cross-check the read models",
     )
-    _database_option(
-        verify, required=False, text="PostgreSQL URL for --game and --all (default: $DATABASE_URL)"
-    )
+    _stored_games_database(verify)
 
     serve = commands.add_parser("serve", help="run the gRPC game service")
     serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default 127.0.0.1:50051)")
@@ -188,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     adjudicate.add_argument("--target", type=_bounded(0, MAX_SEAT), metavar="SEAT", help="the seat caught")
     adjudicate.add_argument("--json", action="store_true", help="print the ruling as one JSON object")
-    _database_option(adjudicate)
+    _stored_games_database(adjudicate)
 
     export = commands.add_parser("export", help="write a stored game's record to standard output")
     export.add_argument("--game", type=_game_id, metavar="ID", required=True, help="a stored game")
@@ -200,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--json", action="store_true", help="print {game_id, sha256, record} instead of the bare record"
     )
-    _database_option(export)
+    _stored_games_database(export)
 
     imports = commands.add_parser("import", help="store a table game's record as an imported game")
     imports.add_argument("file", type=Path, metavar="FILE", help="an uno-game-record/1 file (- : stdin)")
@@ -208,17 +206,35 @@ def build_parser() -> argparse.ArgumentParser:
         "--tournament", type=_tournament, default="", metavar="T", help="the tournament it belongs to"
     )
     imports.add_argument("--json", action="store_true", help="print one JSON object")
-    _database_option(imports)
+    _stored_games_database(imports)
     return parser
 
 
-def _database_option(sub: argparse.ArgumentParser, *, required: bool = True, text: str | None = None) -> None:
+def _database_option(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--database-url",
         default=os.environ.get("DATABASE_URL"),
-        required=required and not os.environ.get("DATABASE_URL"),
+        required=not os.environ.get("DATABASE_URL"),
         metavar="DSN",
-        help=text or "PostgreSQL URL (default: $DATABASE_URL)",
+        help="PostgreSQL URL (default: $DATABASE_URL)",
+    )
+
+
+def _stored_games_database(sub: argparse.ArgumentParser) -> None:
+    """The options of the commands on stored games: a server's URL, else the embedded database that
+    ``serve`` keeps in its data folder (shared with a running ``serve``)."""
+    sub.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL"),
+        metavar="DSN",
+        help="PostgreSQL URL (default: $DATABASE_URL; without one, the embedded database in --data-dir)",
+    )
+    sub.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path("uno-audit-data"),
+        metavar="DIR",
+        help="the folder of the embedded database `uno-audit serve` keeps (default: uno-audit-data)",
     )
 
 

@@ -15,6 +15,7 @@ import json
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from service.audit.entries import DisputeKind
@@ -43,17 +44,31 @@ def _one_line(error: BaseException) -> str:
 
 
 def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[int]]) -> int:
-    """Run ``work`` with an auditor over the database at ``args.database_url`` (migrated first); its exit
-    status, or 2 with a one-line message for a refusal or a database that cannot be used."""
+    """Run ``work`` with an auditor over the database at ``args.database_url`` (or the embedded one in
+    ``args.data_dir``), migrated first; its exit status, or 2 with a one-line message for a refusal or a
+    database that cannot be used."""
     import psycopg
     from psycopg_pool import PoolTimeout
 
     from service.audit.auditor import Auditor, Refused
     from service.store import EventStore, StoreError
 
-    url: str = args.database_url
+    url: str | None = args.database_url
+    embedded = None
+    if url is None:
+        data_dir: Path = args.data_dir
+        if not data_dir.is_dir():
+            print(
+                f"uno-audit {args.command}: no database: give --database-url (or $DATABASE_URL), or run "
+                f"`uno-audit serve` first, which keeps an embedded one in {data_dir}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        from service.api.server import embedded_database
 
-    async def run() -> int:
+        url, embedded = embedded_database(data_dir)  # shared with a `serve` running on the same folder
+
+    async def run(url: str) -> int:
         try:  # fail fast, with the server's own words, rather than after the pool's 30 s of retries
             probe = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
         except psycopg.Error as error:
@@ -67,7 +82,7 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
             await store.close()
 
     try:
-        return asyncio.run(run())
+        return asyncio.run(run(url))
     except _Stop as stop:
         print(f"uno-audit {args.command}: {stop}", file=sys.stderr)
         return stop.status
@@ -77,6 +92,9 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
     except (psycopg.Error, PoolTimeout, StoreError) as error:
         print(f"uno-audit {args.command}: database: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        if embedded is not None:
+            embedded.cleanup()  # stops it only if no other process (a `serve`) uses it
 
 
 def _new_id() -> str:
@@ -88,10 +106,6 @@ def _print_json(value: Any) -> None:
 
 
 def verify_stored(args: argparse.Namespace) -> int:
-    which = "--game" if args.game is not None else "--all"
-    if not args.database_url:
-        print(f"uno-audit verify: {which} needs --database-url or $DATABASE_URL", file=sys.stderr)
-        return EXIT_USAGE
     if args.all and args.reveal_seed:
         print("uno-audit verify: --reveal-seed goes with --game, not --all", file=sys.stderr)
         return EXIT_USAGE

@@ -162,9 +162,10 @@ def test_bad_usage_of_verify_exits_2(
     assert main(["verify", "--record", record, "--reveal-seed"]) == 2
     assert "--reveal-seed" in capsys.readouterr().err
     monkeypatch.delenv("DATABASE_URL", raising=False)
-    assert main(["verify", "--game", "x"]) == 2
+    assert main(["verify", "--game", "x", "--data-dir", str(tmp_path / "none")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "--database-url" in err and err.count("\n") == 1
+    assert not (tmp_path / "none").exists()  # no stray database made up on the way
 
 
 async def test_an_unreachable_database_exits_2_without_a_traceback(
@@ -580,3 +581,24 @@ async def test_an_adjudication_that_cannot_be_made_exits_2(
     with pytest.raises(SystemExit) as exited:
         main(["adjudicate", "steal", "--game", game_id, "--position", "1", "--database-url", database_url])
     assert exited.value.code == 2
+
+
+async def test_without_a_url_the_commands_use_the_embedded_database_serve_keeps(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from service.api.server import embedded_database
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where the embedded server keeps its runtime files
+    data_dir = tmp_path / "uno-audit-data"
+    _, serving = embedded_database(data_dir)  # what `uno-audit serve` without a URL keeps running
+    try:
+        record = str(RECORDS / "classic_wd4_upheld.jsonl")
+        code, out, err = await cli(capsys, "import", record, "--json", "--data-dir", str(data_dir))
+        assert code == 0, err
+        game_id = json.loads(out)["game_id"]
+        code, out, err = await cli(capsys, "verify", "--game", game_id, "--json", "--data-dir", str(data_dir))
+        assert code == 0, err
+        assert json.loads(out)["origin"] == "imported"
+    finally:
+        serving.cleanup()
