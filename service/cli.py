@@ -26,7 +26,8 @@
 * ``uno-audit rebuild [--view NAME] [--database-url DSN]``: rebuild read models from zero and swap them in.
 
 The commands on stored games talk to the database directly (``--database-url``, default
-``$DATABASE_URL``), migrating it first, through :class:`service.audit.auditor.Auditor`.
+``$DATABASE_URL``; without one, the embedded database ``serve`` keeps in ``--data-dir``), migrating it
+first, through :class:`service.audit.auditor.Auditor` (:mod:`service.cli_audit`).
 
 Bad input (an unknown variant, option, card or game, a malformed record line, a request the auditor
 refuses) gets a one-line message on standard error naming what and where, and exit status 2 — never a
