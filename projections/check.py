@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.codec import EVENT_TYPES, decode_event
+from service.codec import EVENT_TYPES, CodecError, decode_event
 from service.rules.events import GameCreated
 from service.rules.state import State, evolve, new_state
 from service.store import Cursor, EventStore, cursor_of
@@ -59,7 +59,10 @@ async def check_game(store: EventStore, game_id: str, *, projection_set: str = D
     version = int(table["version"])
     if version > len(events):
         return [f"tables says version {version}, but the game's stream ends at {len(events)}"]
-    state = _fold(events[:version])
+    try:
+        state = _fold(events[:version])
+    except CodecError as bad:  # an edited log: the verifier's chain check says where and how
+        return [f"game {game_id!r}: the log does not decode ({bad}), so the views cannot be checked"]
     if state is None:
         return [f"game {game_id!r} does not start with GameCreated"]
     problems: list[str] = []

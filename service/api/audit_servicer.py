@@ -7,9 +7,11 @@ The work is :class:`service.audit.auditor.Auditor`'s; this module maps requests,
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 import structlog
@@ -115,6 +117,27 @@ def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
     return out
 
 
+Reply = TypeVar("Reply")
+Request = TypeVar("Request")
+
+
+def _answering(
+    rpc: Callable[[AuditService, Request, Context], Awaitable[Reply]],
+) -> Callable[[AuditService, Request, Context], Awaitable[Reply]]:
+    """End the RPC with the right status when it raises an auditor refusal or an API error."""
+
+    @functools.wraps(rpc)
+    async def answer(service: AuditService, request: Request, context: Context) -> Reply:
+        try:
+            return await rpc(service, request, context)
+        except Refused as refused:
+            await fail(context, _refusal(refused))
+        except errors.ApiError as error:
+            await fail(context, error)
+
+    return answer
+
+
 class AuditService(pb_grpc.AuditServiceServicer):
     """The ``uno.audit.v1.AuditService`` implementation."""
 
@@ -122,22 +145,19 @@ class AuditService(pb_grpc.AuditServiceServicer):
         self.auditor = auditor
         self.callers = callers
 
+    @_answering
     async def VerifyGame(self, request: pb.VerifyGameRequest, context: Context) -> pb.VerifyGameReply:
         started = time.perf_counter()
-        try:
-            game_id = valid_id(request.game_id, "game_id")
-            command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
-            self.callers.admin(context)
-            check = request.check_projections if request.HasField("check_projections") else True
-            report = await self.auditor.verify(
-                game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
-            )
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
-            await fail(context, error)
+        game_id = valid_id(request.game_id, "game_id")
+        command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
+        self.callers.admin(context)
+        check = request.check_projections if request.HasField("check_projections") else True
+        report = await self.auditor.verify(
+            game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
+        )
         findings = report["chain"]["findings"]
-        diverged = report["replay"]["diverged_at"]
+        replay = report["replay"] or {}  # none when the log cannot even be read back as a record
+        diverged = replay.get("diverged_at")
         log.info(
             "verify",
             game=game_id,
@@ -150,121 +170,101 @@ class AuditService(pb_grpc.AuditServiceServicer):
             chain_valid=report["chain"]["valid"],
             first_tampered_position=min((f["position"] for f in findings), default=0),
             diverged_at=diverged["position"] if diverged else 0,
-            outcome_differs=report["replay"]["outcome_differs"],
+            outcome_differs=bool(replay.get("outcome_differs")),
             report=_struct(report),
         )
 
     async def _adjudicate(
         self, request: pb.AdjudicateRequest, context: Context, kind: DisputeKind
     ) -> pb.Ruling:
-        try:
-            game_id = valid_id(request.game_id, "game_id")
-            position = _position(request.position)
-            self.callers.admin(context)
-            found = await self.auditor.adjudicate(
-                game_id,
-                kind,
-                position,
-                by=request.by if request.HasField("by") else None,
-                target=request.target if request.HasField("target") else None,
-            )
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
-            await fail(context, error)
+        game_id = valid_id(request.game_id, "game_id")
+        position = _position(request.position)
+        self.callers.admin(context)
+        found = await self.auditor.adjudicate(
+            game_id,
+            kind,
+            position,
+            by=request.by if request.HasField("by") else None,
+            target=request.target if request.HasField("target") else None,
+        )
         return _ruling(found.ruling, kind, found.position, found.recorded)
 
+    @_answering
     async def AdjudicateCatch(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
         return await self._adjudicate(request, context, DisputeKind.UNO_CATCH)
 
+    @_answering
     async def AdjudicateChallenge(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
         return await self._adjudicate(request, context, DisputeKind.WD4_CHALLENGE)
 
+    @_answering
     async def FileDispute(self, request: pb.FileDisputeRequest, context: Context) -> pb.Dispute:
-        try:
-            game_id = valid_id(request.game_id, "game_id")
-            command_id = valid_id(request.command_id, "command_id")
-            kind = _kind(request.kind)
-            position = _position(request.position)
-            caller = await self.callers.caller(context, game_id)
-            if caller.admin:
-                if not request.HasField("as_seat"):
-                    raise errors.invalid("as_seat", "the admin must name the seat it files for")
-                seat = request.as_seat
-            elif caller.seat is None:
-                raise errors.unauthenticated("filing a dispute needs a seat token of this game")
-            elif request.HasField("as_seat") and request.as_seat != caller.seat:
-                raise errors.denied(f"a seat token files only for its own seat ({caller.seat})")
-            else:
-                seat = caller.seat
-            dispute = await self.auditor.file_dispute(
-                game_id,
-                seat=seat,
-                kind=kind,
-                position=position,
-                target=request.target if request.HasField("target") else None,
-                claim=request.claim,
-                command_id=command_id,
-                request_hash=request_hash_of("FileDispute", request),
-            )
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
-            await fail(context, error)
+        game_id = valid_id(request.game_id, "game_id")
+        command_id = valid_id(request.command_id, "command_id")
+        kind = _kind(request.kind)
+        position = _position(request.position)
+        caller = await self.callers.caller(context, game_id)
+        if caller.admin:
+            if not request.HasField("as_seat"):
+                raise errors.invalid("as_seat", "the admin must name the seat it files for")
+            seat = request.as_seat
+        elif caller.seat is None:
+            raise errors.unauthenticated("filing a dispute needs a seat token of this game")
+        elif request.HasField("as_seat") and request.as_seat != caller.seat:
+            raise errors.denied(f"a seat token files only for its own seat ({caller.seat})")
+        else:
+            seat = caller.seat
+        dispute = await self.auditor.file_dispute(
+            game_id,
+            seat=seat,
+            kind=kind,
+            position=position,
+            target=request.target if request.HasField("target") else None,
+            claim=request.claim,
+            command_id=command_id,
+            request_hash=request_hash_of("FileDispute", request),
+        )
         log.info("dispute", game=game_id, dispute=dispute.filed.dispute_id, seat=seat, kind=kind.value)
         return _dispute(game_id, dispute)
 
+    @_answering
     async def RuleOnDispute(self, request: pb.RuleOnDisputeRequest, context: Context) -> pb.Dispute:
-        try:
-            game_id = valid_id(request.game_id, "game_id")
-            dispute_id = valid_id(request.dispute_id, "dispute_id")
-            command_id = valid_id(request.command_id, "command_id")
-            self.callers.admin(context)
-            dispute = await self.auditor.rule_on_dispute(
-                game_id,
-                dispute_id,
-                note=request.note,
-                command_id=command_id,
-                request_hash=request_hash_of("RuleOnDispute", request),
-            )
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
-            await fail(context, error)
+        game_id = valid_id(request.game_id, "game_id")
+        dispute_id = valid_id(request.dispute_id, "dispute_id")
+        command_id = valid_id(request.command_id, "command_id")
+        self.callers.admin(context)
+        dispute = await self.auditor.rule_on_dispute(
+            game_id,
+            dispute_id,
+            note=request.note,
+            command_id=command_id,
+            request_hash=request_hash_of("RuleOnDispute", request),
+        )
         assert dispute.ruling is not None
         log.info("ruling", game=game_id, dispute=dispute_id, verdict=dispute.ruling.verdict)
         return _dispute(game_id, dispute)
 
+    @_answering
     async def ListDisputes(self, request: pb.ListDisputesRequest, context: Context) -> pb.ListDisputesReply:
-        try:
-            game_id = valid_id(request.game_id, "game_id") if request.game_id else None
-            if game_id is None:
-                self.callers.admin(context)
-            else:
-                caller = await self.callers.caller(context, game_id)
-                if caller.spectator:
-                    raise errors.unauthenticated(
-                        "listing disputes needs a seat token of this game or the admin"
-                    )
-            found = await self.auditor.list_disputes(game_id, request.status or None)
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
-            await fail(context, error)
+        game_id = valid_id(request.game_id, "game_id") if request.game_id else None
+        if game_id is None:
+            self.callers.admin(context)
+        else:
+            caller = await self.callers.caller(context, game_id)
+            if caller.spectator:
+                raise errors.unauthenticated("listing disputes needs a seat token of this game or the admin")
+        found = await self.auditor.list_disputes(game_id, request.status or None)
         return pb.ListDisputesReply(disputes=[_dispute(game, dispute) for game, dispute in found])
 
+    @_answering
     async def ExportGame(self, request: pb.ExportGameRequest, context: Context) -> pb.ExportGameReply:
-        try:
-            game_id = valid_id(request.game_id, "game_id")
-            command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
-            self.callers.admin(context)
-            text = await self.auditor.export(game_id, reveal_seed=request.reveal_seed, command_id=command_id)
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
-            await fail(context, error)
+        game_id = valid_id(request.game_id, "game_id")
+        command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
+        self.callers.admin(context)
+        text = await self.auditor.export(game_id, reveal_seed=request.reveal_seed, command_id=command_id)
         return pb.ExportGameReply(record=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
+    @_answering
     async def ImportRecord(self, request: pb.ImportRecordRequest, context: Context) -> pb.ImportRecordReply:
         tokens: list[str] = []
 
@@ -272,31 +272,23 @@ class AuditService(pb_grpc.AuditServiceServicer):
             tokens.extend(new_token() for _ in range(count))
             return [token_hash(t) for t in tokens]
 
-        try:
-            command_id = valid_id(request.command_id, "command_id")
-            if len(request.tournament_id) > 128:
-                raise errors.invalid("tournament_id", "at most 128 characters")
-            self.callers.admin(context)
-            imported = await self.auditor.import_record(
-                request.record,
-                tournament_id=request.tournament_id,
-                seat_token_hashes=hashes,
-                command_id=command_id,
-                request_hash=request_hash_of("ImportRecord", request),
-            )
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
-            await fail(context, error)
+        command_id = valid_id(request.command_id, "command_id")
+        if len(request.tournament_id) > 128:
+            raise errors.invalid("tournament_id", "at most 128 characters")
+        self.callers.admin(context)
+        imported = await self.auditor.import_record(
+            request.record,
+            tournament_id=request.tournament_id,
+            seat_token_hashes=hashes,
+            command_id=command_id,
+            request_hash=request_hash_of("ImportRecord", request),
+        )
         if imported.duplicate:
-            await fail(
-                context,
-                errors.ApiError(
-                    grpc.StatusCode.ALREADY_EXISTS,
-                    "this command id already imported the record; its seat tokens were shown once, not again",
-                    "GAME_EXISTS",
-                    game_id=imported.game_id,
-                ),
+            raise errors.ApiError(
+                grpc.StatusCode.ALREADY_EXISTS,
+                "this command id already imported the record; its seat tokens were shown once, not again",
+                "GAME_EXISTS",
+                game_id=imported.game_id,
             )
         log.info("import", game=imported.game_id, valid=imported.report["valid"], version=imported.version)
         return pb.ImportRecordReply(

@@ -206,3 +206,22 @@ async def test_a_dispute_entry_edited_out_of_shape_is_reported(
     assert not report["valid"] and report["disputes"] == []
     assert [e["position"] for e in report["unreadable_entries"]] == [filed_at]
     assert [(f["position"], f["kind"]) for f in report["chain"]["findings"]] == [(filed_at, "changed")]
+
+
+async def test_the_audit_service_reports_a_log_that_no_longer_reads_back(
+    server: RunningServer, audit: audit_pb2_grpc.AuditServiceStub, database_url: str
+) -> None:
+    game_id = await store_simulated(server.store, Variant.SONIC, seed=4)
+    played = await first_of_type(server.store, game_id, "CardPlayed", after=8)
+    await tamper(
+        database_url,
+        (
+            "UPDATE events SET payload = jsonb_set(payload, '{card}', '\"??\"') "
+            "WHERE game_id = %s AND version = %s",
+            (game_id, played),
+        ),
+    )
+    reply = await audit.VerifyGame(apb.VerifyGameRequest(game_id=game_id), metadata=ADMIN)
+    report = json_format.MessageToDict(reply.report)
+    assert (reply.valid, reply.first_tampered_position, reply.diverged_at) == (False, played, 0)
+    assert report["unreadable"]["position"] == played
