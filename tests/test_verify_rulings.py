@@ -587,34 +587,48 @@ def test_a_player_caught_whose_penalty_fired_nothing_cannot_be_caught_again() ->
     assert report["final"]["hands"]["ann"] == ["G7"]
 
 
-def test_a_player_handed_a_single_card_has_no_window() -> None:
-    # UNO Attack 2010: ann trades her last card but one for bob's hand; bob never played down to one.
-    start = {
-        "round": 1,
-        "dealer": "bob",
-        "hands": {"ann": ["RS", "RS", "RR", "RR", "RH2", "RTH", "G7"], "bob": BOB},
-        "first": ["R9"],
-    }
-    actions: list[Line] = [
-        {"by": "ann", "play": "RS"},
-        {"by": "ann", "play": "RS"},
-        {"by": "ann", "play": "RR"},
-        {"by": "ann", "play": "RR"},
-        {"by": "ann", "play": "RH2", "fired": [[], ["Y9"]]},
-        {"by": "ann", "play": "RTH", "target": "bob"},
-        {"by": "ann", "catch": "bob"},
-    ]
-    report = verify("attack", ["ann", "bob"], start, actions, attack_edition="2010")
+TRADE_DOWN_START: Line = {
+    "round": 1,
+    "dealer": "bob",
+    "hands": {"ann": ["RS", "RS", "RR", "RR", "RH2", "RTH", "G7"], "bob": BOB},
+    "first": ["R9"],
+}
+#: UNO Attack 2010, two players: ann sheds five cards (S and R act as Skip), then trades her last card but
+#: one (G7) for bob's hand with the Trade Hands on line 8. Bob never played down to one card.
+TRADE_DOWN: list[Line] = [
+    {"by": "ann", "play": "RS"},
+    {"by": "ann", "play": "RS"},
+    {"by": "ann", "play": "RR"},
+    {"by": "ann", "play": "RR"},
+    {"by": "ann", "play": "RH2", "fired": [[], ["Y9"]]},
+    {"by": "ann", "play": "RTH", "target": "bob"},
+]
+
+
+def test_a_player_left_with_one_card_by_anothers_trade_must_call() -> None:
+    catch: Line = {"by": "ann", "catch": "bob", "fired": [["B5"], []]}
+    report = verify("attack", ["ann", "bob"], TRADE_DOWN_START, [*TRADE_DOWN, catch], attack_edition="2010")
 
     assert report["valid"], report["violations"]
     [ruling] = report["rulings"]
-    assert (ruling["line"], ruling["by"], ruling["against"], ruling["verdict"]) == (
+    assert (ruling["line"], ruling["by"], ruling["against"], ruling["verdict"], ruling["rule"]) == (
         9,
         "ann",
         "bob",
-        "no-penalty",
+        "penalty",
+        "uno.catch",
     )
-    assert ruling["reason"] == "bob has had no UNO window since coming down to one card"
-    assert report["final"]["hands"]["bob"] == ["G7"]
+    assert ruling["evidence"]["window_opened"] == 8  # the trade's line
+    assert hand(report, "bob") == Counter(["G7", "B5"])
     assert hand(report, "ann") == Counter([*BOB, "Y9"])
     assert report["final"]["turn"] == "bob"
+
+
+def test_a_player_left_with_one_card_by_anothers_trade_is_safe_once_they_call() -> None:
+    actions = [*TRADE_DOWN, {"by": "bob", "call": "uno"}, {"by": "ann", "catch": "bob"}]
+    report = verify("attack", ["ann", "bob"], TRADE_DOWN_START, actions, attack_edition="2010")
+
+    assert report["valid"], report["violations"]
+    [ruling] = report["rulings"]
+    assert (ruling["verdict"], ruling["reason"]) == ("no-penalty", "bob called UNO at line 9")
+    assert report["final"]["hands"]["bob"] == ["G7"]

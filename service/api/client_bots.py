@@ -17,10 +17,9 @@ import grpc
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.rules.attack import names_target
 from service.rules.cards import Card, Colour, Face
-from service.rules.decide import playable
-from service.rules.options import CustomAction, Variant
+from service.rules.legality import cards_left, names_target, playable_cards
+from service.rules.options import CustomAction, Variant, make_options
 
 from .views import VARIANTS
 
@@ -126,10 +125,11 @@ class BotTable:
                 view = reply.view if reply is not None else await self.view_of(0)
                 continue
             fresh = True
-            if view.exposed >= 0 and self.rng.random() < CATCH:
-                catcher = self.rng.choice([s for s in range(players) if s != view.exposed])
-                await self.send("Catch", catcher, pb.CatchRequest(header=self.header(), target=view.exposed))
-                fresh = False
+            for exposed in view.exposed_seats:
+                if self.rng.random() < CATCH:
+                    catcher = self.rng.choice([s for s in range(players) if s != exposed])
+                    await self.send("Catch", catcher, pb.CatchRequest(header=self.header(), target=exposed))
+                    fresh = False
             seat = view.turn
             seat_view = view if fresh and view.viewer_seat == seat else await self.view_of(seat)
             after = await self.act(seat_view, seat, variant, players)
@@ -143,25 +143,25 @@ class BotTable:
         if awaiting == "play":
             top = Card.parse(view.top)
             colour = Colour(view.colour) if view.colour else None
-            options = [c for c in hand if playable(c, top, colour)]
+            options = playable_cards(hand, top, colour)
             pick = rng.randrange(len(options) + 1)
             if pick < len(options):
-                reply = await self.play_card(options[pick], seat, len(hand), players)
+                reply = await self.play_card(options[pick], seat, hand, view, variant)
             elif variant is Variant.ATTACK:
                 reply = await self.send("Press", seat, pb.PressRequest(header=self.header()))
             else:
                 reply = await self.send("Draw", seat, pb.DrawRequest(header=self.header()))
         elif awaiting == "drawn":
             if view.drawn and rng.random() < 0.8:
-                reply = await self.play_card(Card.parse(view.drawn), seat, len(hand), players)
+                reply = await self.play_card(Card.parse(view.drawn), seat, hand, view, variant)
             else:
                 reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
         elif awaiting == "follow-up":
             top = Card.parse(view.top)
             colour = Colour(view.colour) if view.colour else None
-            options = [c for c in hand if playable(c, top, colour)]
+            options = playable_cards(hand, top, colour)
             if options and rng.random() < 0.5:
-                reply = await self.play_card(rng.choice(options), seat, len(hand), players)
+                reply = await self.play_card(rng.choice(options), seat, hand, view, variant)
             else:
                 reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
         elif awaiting == "wd4-response":
@@ -180,13 +180,20 @@ class BotTable:
             raise RuntimeError(f"the game waits for {awaiting!r}, which bots do not know")
         return reply.view if reply is not None else None
 
-    async def play_card(self, card: Card, seat: int, held: int, players: int) -> pb.CommandReply | None:
+    async def play_card(
+        self, card: Card, seat: int, hand: list[Card], view: pb.GameView, variant: Variant
+    ) -> pb.CommandReply | None:
+        """Play ``card`` from ``hand``, calling UNO when it leaves one card (the games these bots create
+        have their rule set's default options)."""
         request = pb.PlayRequest(header=self.header(), card=card.token)
         if card.is_wild and card.face is not Face.WILD_ITEM_BOX:
             request.colour = self.rng.choice(COLOURS)
+        target = None
         if names_target(card.face, CustomAction.PLAIN):
-            request.target = self.rng.choice([s for s in range(players) if s != seat])
-        if held == 2 and card.face is not Face.DISCARD_ALL and self.rng.random() >= FORGET_UNO:
+            target = self.rng.choice([s for s in range(len(view.players)) if s != seat])
+            request.target = target
+        held = view.hand_sizes[target] if target is not None else None
+        if cards_left(hand, card, make_options(variant), held) == 1 and self.rng.random() >= FORGET_UNO:
             request.uno = True
         return await self.send("Play", seat, request)
 

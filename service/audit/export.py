@@ -1,15 +1,24 @@
 """Write a game's accepted commands and their events as an ``uno-game-record/1`` record.
 
-A round dealt from a known deck is written with its ``deck`` (every card then follows from it, and
-from the seed for reshuffles and launcher presses); a round whose deck order was unknown is written
-with ``hands`` and ``first``, and every line lists the cards its action took from the pile. Launcher
+A record gives the cards that come from the pile in one of three ways (:class:`RecordMode`):
+
+* ``SEED`` — each round's ``deck``, and the seed (once revealed) for reshuffles and launcher presses;
+* ``DECK`` — no seed: each round's ``deck``, every reshuffle's new pile on the line it happened in
+  (``reshuffle``), every launcher press as a count;
+* ``HANDS`` — no seed and no deck order: each round's dealt ``hands`` and ``first`` cards, and every line
+  lists the cards its action took from the pile, the item boxes' flips and the cards the launcher fired.
+
+A round whose deck order was never known (a table game) is written with ``hands`` in every mode. Launcher
 presses are written as counts (with a deck) or card lists (without), one per press, on the line that
 caused them. Every item carries the number of its line in the canonical text (header 1, then one line
-per command), so that reports on the record can point at them.
+per command), so that reports on the record can point at them. The three records of one game replay to
+the same table, scores and rulings.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from collections.abc import Sequence
 
 from service.rules.cards import Card
@@ -33,23 +42,34 @@ from service.rules.events import (
     CardFlipped,
     CardsTaken,
     Event,
+    FlipReturned,
     GameCreated,
     GameEnded,
     LauncherPressed,
+    PileReshuffled,
     RoundStarted,
     Wd4Challenged,
 )
 from service.rules.simulate import SimulatedGame
+from service.rules.state import deal
 from service.rules.violations import Rule
 
 from .record import Action, ActionKind, GameRecord, RecordHeader, RoundBlock, RoundLine
 
 
-def record_from_game(game: SimulatedGame) -> GameRecord:
-    """The record of a simulated game (its seed revealed: the game is over)."""
+class RecordMode(enum.Enum):
+    """How a record gives the cards that come from the pile (see the module docstring)."""
+
+    SEED = "seed"
+    DECK = "deck"
+    HANDS = "hands"
+
+
+def record_from_game(game: SimulatedGame, mode: RecordMode = RecordMode.SEED) -> GameRecord:
+    """The record of a simulated game (in ``SEED`` mode its seed revealed: the game is over)."""
     created = game.events[0]
     assert isinstance(created, GameCreated)
-    return record_from_steps(created, game.steps)
+    return record_from_steps(created, game.steps, mode=mode)
 
 
 def record_from_steps(
@@ -57,12 +77,14 @@ def record_from_steps(
     steps: Sequence[tuple[Command, tuple[Event, ...]]],
     *,
     reveal_seed: bool | None = None,
+    mode: RecordMode = RecordMode.SEED,
 ) -> GameRecord:
     """The record of a game from its first event and its accepted commands with their events.
 
-    By default the seed is written only once the game has ended (``GameEnded`` reveals it), and an
-    unfinished game's record carries the seed's SHA-256 alone; ``reveal_seed`` decides otherwise (the
-    adjudicator's early look at a game in progress).
+    In ``SEED`` mode the seed is written, by default, only once the game has ended (``GameEnded``
+    reveals it), and an unfinished game's record carries the seed's SHA-256 alone; ``reveal_seed``
+    decides otherwise (the adjudicator's early look at a game in progress). The other modes write no
+    seed at all.
     """
     players = created.players
     revealed = (
@@ -70,14 +92,17 @@ def record_from_steps(
         if reveal_seed is not None
         else any(isinstance(e, GameEnded) for _, events in steps for e in events)
     )
+    seeded = mode is RecordMode.SEED
     header = RecordHeader(
         variant=created.variant,
         players=players,
         options=created.options.to_json(),
-        seed_sha256=created.seed_sha256,
-        seed=created.seed if revealed else None,
+        seed_sha256=created.seed_sha256 if seeded else None,
+        seed=created.seed if revealed and seeded else None,
         line=1,
     )
+    # Only a record without a seed gives the piles of the reshuffles the seed would otherwise make.
+    piles = mode is RecordMode.DECK
     rounds: list[RoundBlock] = []
     start: RoundLine | None = None
     actions: list[Action] = []
@@ -87,11 +112,14 @@ def record_from_steps(
             if start is not None:
                 rounds.append(RoundBlock(start, tuple(actions)))
             started = next(e for e in events if isinstance(e, RoundStarted))
-            with_deck = started.deck is not None
-            start = _round_line(players, started, events, with_deck, line)
+            with_deck = started.deck is not None and mode is not RecordMode.HANDS
+            start = _round_line(players, started, events, with_deck, line, piles)
             actions = []
         else:
-            actions.append(_action(players, command, events, with_deck, line))
+            action = _action(players, command, events, with_deck, line)
+            if piles and with_deck:
+                action = dataclasses.replace(action, reshuffles=new_piles(events))
+            actions.append(action)
     if start is not None:
         rounds.append(RoundBlock(start, tuple(actions)))
     return GameRecord(header, tuple(rounds))
@@ -121,6 +149,14 @@ def fired_outcomes(
     )
 
 
+def new_piles(events: Sequence[Event]) -> tuple[tuple[Card, ...], ...]:
+    """The draw piles (top first) that reshuffles made in ``events`` in a known order — the pile run out,
+    or a first card returned to it — as a line's ``reshuffle`` gives them."""
+    return tuple(
+        e.pile for e in events if isinstance(e, FlipReturned) or (isinstance(e, PileReshuffled) and e.ordered)
+    )
+
+
 def flipped_cards(events: Sequence[Event]) -> tuple[Card, ...]:
     """The cards turned onto the discard pile in ``events`` (first cards, item boxes), in order."""
     return tuple(e.card for e in events if isinstance(e, CardFlipped))
@@ -131,27 +167,40 @@ def _taken(players: tuple[str, ...], events: Sequence[Event], with_deck: bool) -
 
 
 def _round_line(
-    players: tuple[str, ...], started: RoundStarted, events: Sequence[Event], with_deck: bool, line: int
+    players: tuple[str, ...],
+    started: RoundStarted,
+    events: Sequence[Event],
+    with_deck: bool,
+    line: int,
+    piles: bool,
 ) -> RoundLine:
     hands = first = None
     if not with_deck:
-        assert started.hands is not None
-        hands = dict(zip(players, started.hands, strict=True))
+        dealt = started.hands
+        if dealt is None:
+            assert started.deck is not None
+            dealt, _ = deal(started.deck, len(players), started.dealer)
+        hands = dict(zip(players, dealt, strict=True))
         first = flipped_cards(events)
     return RoundLine(
         round=started.round,
         dealer=players[started.dealer],
-        deck=started.deck,
+        deck=started.deck if with_deck else None,
         hands=hands,
         first=first,
         cards=_taken(players, events, with_deck),
         fired=fired_outcomes(events, with_deck),
         line=line,
+        reshuffles=new_piles(events) if piles and with_deck else (),
     )
 
 
 def _action(
-    players: tuple[str, ...], command: Command, events: Sequence[Event], with_deck: bool, line: int
+    players: tuple[str, ...],
+    command: Command,
+    events: Sequence[Event],
+    with_deck: bool,
+    line: int,
 ) -> Action:
     taken = _taken(players, events, with_deck)
     fired = fired_outcomes(events, with_deck)

@@ -21,6 +21,10 @@ types it is handed:
 * press outcomes are given the way the round is dealt: counts with a ``deck``, lists of cards without
   one. A round without a deck must list the cards its lines take from the pile; a round with a deck may
   still list them (``cards``, ``flip``), and the verifier then checks them against the deck;
+* a ``reshuffle`` on a line of another action (or on a round line) gives the new draw pile of a reshuffle
+  made *inside* that action (or, on a round line, the pile after a first card was returned to it): a
+  list of card tokens, or a list of such lists when the pile ran out more than once. A line whose only
+  action key is ``reshuffle`` is a reshuffle of its own;
 * a ``press`` line says what the launcher fired (``fired``), unless the header reveals the ``seed``,
   which decides every press.
 
@@ -33,9 +37,9 @@ are): one JSON object per line in the separators of the format's own examples (`
 non-ASCII characters written as they are, no blank or comment lines, and keys in this order:
 
 * header: ``record``, ``variant``, ``players``, ``options``, ``seed_sha256``, ``seed``;
-* round line: ``round``, ``dealer``, ``deck``, ``hands``, ``first``, ``cards``, ``fired``;
+* round line: ``round``, ``dealer``, ``deck``, ``hands``, ``first``, ``cards``, ``fired``, ``reshuffle``;
 * action line: ``by``, the action key, then ``colour``, ``uno``, ``target``, ``applied``, ``flip``,
-  ``cards``, ``fired``.
+  ``cards``, ``fired``, ``reshuffle``.
 
 Optional keys are written only when they say something (``uno`` only when true, ``cards``/``fired``
 only when non-empty); per-player objects list the players in seat order, ``options`` are sorted by name.
@@ -137,6 +141,8 @@ class RoundLine:
             optional with one); empty when none are listed.
         fired: launcher presses that the first card imposed, one outcome per press in order (a count
             with a deck, a list of cards without); empty when there were none.
+        reshuffles: the draw pile (top first) after each first card that was returned to it, in order,
+            when the table says how it reshuffled; empty otherwise.
         line: the physical line number of the round line; not part of equality.
     """
 
@@ -148,6 +154,7 @@ class RoundLine:
     cards: dict[str, tuple[Card, ...]]
     fired: tuple[Fired, ...]
     line: int = field(compare=False)
+    reshuffles: tuple[tuple[Card, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +203,9 @@ class Action:
         flip: the card an item box flipped, as given on a PLAY line (required without a deck, optional
             with one).
         pile: the new draw pile, top card first (RESHUFFLE).
+        reshuffles: the new draw piles (top first) of the reshuffles made inside this action when the
+            pile ran out in the middle of it, in order (the ``reshuffle`` key on a line of another
+            action); empty when the line gives none.
     """
 
     line: int = field(compare=False)
@@ -210,6 +220,7 @@ class Action:
     fired: tuple[Fired, ...] = ()
     flip: Card | None = None
     pile: tuple[Card, ...] | None = None
+    reshuffles: tuple[tuple[Card, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,19 +245,19 @@ class GameRecord:
 # --- Reading ---------------------------------------------------------------------------------------------
 
 _HEADER_KEYS = ("record", "variant", "players", "options", "seed_sha256", "seed")
-_ROUND_KEYS = ("round", "dealer", "deck", "hands", "first", "cards", "fired")
+_ROUND_KEYS = ("round", "dealer", "deck", "hands", "first", "cards", "fired", "reshuffle")
 _ACTION_KEYS = tuple(kind.value for kind in ActionKind)
 #: The keys each action may carry besides ``by`` and its action key, in canonical order.
 _MODIFIERS: dict[ActionKind, tuple[str, ...]] = {
-    ActionKind.PLAY: ("colour", "uno", "target", "flip", "cards", "fired"),
-    ActionKind.DRAW: ("cards",),
+    ActionKind.PLAY: ("colour", "uno", "target", "flip", "cards", "fired", "reshuffle"),
+    ActionKind.DRAW: ("cards", "reshuffle"),
     ActionKind.PASS: (),
-    ActionKind.PRESS: ("fired",),
+    ActionKind.PRESS: ("fired", "reshuffle"),
     ActionKind.CALL_UNO: (),
-    ActionKind.CATCH: ("applied", "cards", "fired"),
-    ActionKind.CHALLENGE: ("applied", "cards"),
-    ActionKind.ACCEPT: ("cards",),
-    ActionKind.CHOOSE: ("cards",),
+    ActionKind.CATCH: ("applied", "cards", "fired", "reshuffle"),
+    ActionKind.CHALLENGE: ("applied", "cards", "reshuffle"),
+    ActionKind.ACCEPT: ("cards", "reshuffle"),
+    ActionKind.CHOOSE: ("cards", "reshuffle"),
     ActionKind.RESHUFFLE: (),
 }
 _ACTION_LINE_KEYS = frozenset(("by", *_ACTION_KEYS, *(key for keys in _MODIFIERS.values() for key in keys)))
@@ -368,6 +379,17 @@ class _Line:
             self.fail(f"{key!r} must be a list with one entry per press, not {_json_type(value)}")
         return tuple(self.outcome(item, key) for item in value)
 
+    def piles(self, value: Any) -> tuple[tuple[Card, ...], ...]:
+        """A ``reshuffle`` modifier: one new pile (a list of card tokens) or several (a list of lists)."""
+        if not isinstance(value, list) or not value:
+            self.fail(
+                f"'reshuffle' must be the new pile (a list of card tokens) or a list of such lists, "
+                f"not {_json_type(value) if value != [] else 'an empty list'}"
+            )
+        if all(isinstance(item, list) for item in value):
+            return tuple(self.cards(item, "reshuffle") for item in value)
+        return (self.cards(value, "reshuffle"),)
+
     def listed(self, obj: dict[str, Any], drawer: str | None = None) -> dict[str, tuple[Card, ...]]:
         """The per-player ``cards`` of ``obj``: required in a round without a deck, optional with one.
 
@@ -473,7 +495,10 @@ def _read_round(number: int, obj: dict[str, Any], players: tuple[str, ...], expe
         if not first:
             line.fail("'first' must list at least one card")
     fired = line.outcomes(obj["fired"], "fired") if "fired" in obj else ()
-    return RoundLine(expected, dealer, deck, hands, first, line.listed(obj), fired, number)
+    if "reshuffle" in obj and not line.with_deck:
+        line.fail("'reshuffle' on a round line (the pile after a returned first card) needs a 'deck'")
+    reshuffles = line.piles(obj["reshuffle"]) if "reshuffle" in obj else ()
+    return RoundLine(expected, dealer, deck, hands, first, line.listed(obj), fired, number, reshuffles)
 
 
 def _read_action(
@@ -482,6 +507,8 @@ def _read_action(
     line = _Line(number, players, with_deck, seeded)
     line.check_keys(obj, _ACTION_LINE_KEYS, "an action line")
     keys = [key for key in obj if key in _ACTION_OF_KEY]
+    if len(keys) > 1 and ActionKind.RESHUFFLE.value in keys:
+        keys.remove(ActionKind.RESHUFFLE.value)  # a reshuffle inside another action: a modifier
     if len(keys) != 1:
         found = f"found {', '.join(map(repr, keys))}" if keys else "found none"
         line.fail(f"an action line needs exactly one action key ({', '.join(_ACTION_KEYS)}); {found}")
@@ -528,7 +555,14 @@ def _read_action(
         fired=_read_fired(line, obj, kind),
         flip=_read_flip(line, obj),
         pile=line.cards(value, "reshuffle") if kind is ActionKind.RESHUFFLE else None,
+        reshuffles=_read_reshuffles(line, obj, kind),
     )
+
+
+def _read_reshuffles(line: _Line, obj: dict[str, Any], kind: ActionKind) -> tuple[tuple[Card, ...], ...]:
+    if kind is ActionKind.RESHUFFLE or "reshuffle" not in obj:
+        return ()
+    return line.piles(obj["reshuffle"])
 
 
 def _read_colour(line: _Line, value: Any, key: str) -> Colour:
@@ -664,7 +698,14 @@ def _round_json(start: RoundLine, players: tuple[str, ...]) -> dict[str, Any]:
         out["cards"] = _json_per_player(start.cards, players)
     if start.fired:
         out["fired"] = [_json_outcome(outcome) for outcome in start.fired]
+    if start.reshuffles:
+        out["reshuffle"] = _json_piles(start.reshuffles)
     return out
+
+
+def _json_piles(piles: tuple[tuple[Card, ...], ...]) -> list[str] | list[list[str]]:
+    """A ``reshuffle`` modifier: the one new pile, or the list of them."""
+    return tokens(piles[0]) if len(piles) == 1 else [tokens(pile) for pile in piles]
 
 
 def _action_value(action: Action) -> Any:
@@ -713,6 +754,8 @@ def _action_json(action: Action, players: tuple[str, ...]) -> dict[str, Any]:
             out["fired"] = _json_outcome(action.fired[0]) if len(action.fired) == 1 else None
     elif action.fired:
         out["fired"] = [_json_outcome(outcome) for outcome in action.fired]
+    if action.reshuffles:
+        out["reshuffle"] = _json_piles(action.reshuffles)
     return out
 
 

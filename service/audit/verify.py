@@ -50,6 +50,7 @@ from service.rules.events import (
     CardDrawn,
     CardPlayed,
     Event,
+    HandsTraded,
     UnoCalled,
     UnoCaught,
     Wd4Challenged,
@@ -58,7 +59,7 @@ from service.rules.options import make_options
 from service.rules.state import HAND_SIZE, State, new_state
 from service.rules.violations import Impossible, Rule, Violation
 
-from .export import cards_taken, fired_outcomes, flipped_cards
+from .export import cards_taken, fired_outcomes, flipped_cards, new_piles
 from .record import Action, ActionKind, GameRecord, RoundLine
 
 
@@ -303,7 +304,7 @@ class Replay:
             dealer=self.seat[start.dealer],
             deck=start.deck,
             hands=hands,
-            supply=self.supply(start.cards, start.fired, start.first or ()),
+            supply=self.supply(start.cards, start.fired, start.first or (), start.reshuffles),
         )
         problem = self.undealable(command)
         if problem is not None:
@@ -313,7 +314,7 @@ class Replay:
             self.stop(start.line, Rule.DECK_COMPOSITION, problem)
         before = self.state
         events = self.judge_and_apply(start.line, command)
-        self.check_pile(start.line, events, start.cards, start.fired, start.first)
+        self.check_pile(start.line, events, start.cards, start.fired, start.first, start.reshuffles)
         self.after(start.line, before, events)
 
     def undealable(self, command: StartRound) -> str | None:
@@ -337,10 +338,11 @@ class Replay:
         cards: dict[str, tuple[Card, ...]],
         fired: tuple[PressOutcome, ...],
         flips: tuple[Card, ...] = (),
+        reshuffles: tuple[tuple[Card, ...], ...] = (),
     ) -> Supply:
-        if not (cards or fired or flips):
+        if not (cards or fired or flips or reshuffles):
             return NO_SUPPLY  # most lines: a seeded or deck-dealt game needs no table report
-        return Supply({self.seat[name]: c for name, c in cards.items()}, fired, flips)
+        return Supply({self.seat[name]: c for name, c in cards.items()}, fired, flips, reshuffles)
 
     # --- action lines --------------------------------------------------------------------------------
 
@@ -359,7 +361,10 @@ class Replay:
         before = self.state
         events = self.judge_and_apply(line, command)
         flips = (action.flip,) if action.flip else None
-        self.check_pile(line, events, action.cards, action.fired, flips, own_press=kind is ActionKind.PRESS)
+        self.check_pile(
+            line, events, action.cards, action.fired, flips, action.reshuffles,
+            own_press=kind is ActionKind.PRESS,
+        )
         if (
             kind is ActionKind.DRAW
             and self.state.awaiting is not Awaiting.DRAWN
@@ -371,7 +376,8 @@ class Replay:
 
     def command(self, action: Action, seat: int) -> Command:
         kind = action.kind
-        supply = self.supply(action.cards, action.fired, (action.flip,) if action.flip else ())
+        flips = (action.flip,) if action.flip else ()
+        supply = self.supply(action.cards, action.fired, flips, action.reshuffles)
         target = self.seat[action.target] if action.target is not None else None
         if kind is ActionKind.PLAY:
             assert action.card is not None
@@ -395,7 +401,7 @@ class Replay:
         assert self.state is not None and action.target is not None
         state, line = self.state, action.line
         target = self.seat[action.target]
-        command = Catch(seat, target, self.supply(action.cards, action.fired))
+        command = Catch(seat, target, self.supply(action.cards, action.fired, (), action.reshuffles))
         reason = catch_reason(state, command)
         if reason is not None and seat != target and len(state.hands[target]) == 1:
             reason = self.catch_detail(target)
@@ -434,7 +440,7 @@ class Replay:
                 )
         if penalise:
             events = self.apply(line, command)
-            self.check_pile(line, events, action.cards, action.fired)
+            self.check_pile(line, events, action.cards, action.fired, None, action.reshuffles)
             self.after(line, state, events)
 
     def catch_detail(self, target: int) -> str:
@@ -454,7 +460,7 @@ class Replay:
     def challenge(self, action: Action, seat: int) -> None:
         assert self.state is not None
         state, line = self.state, action.line
-        command = Challenge(seat, self.supply(action.cards, action.fired))
+        command = Challenge(seat, self.supply(action.cards, action.fired, (), action.reshuffles))
         found = check(state, command)
         if found is not None or state.wd4 is None:
             # Not the victim's to make, or too late: rejected, so it changes nothing (nothing is applied).
@@ -507,7 +513,7 @@ class Replay:
                 applied_ok,
             )
         )
-        self.check_pile(line, events, action.cards, action.fired)
+        self.check_pile(line, events, action.cards, action.fired, None, action.reshuffles)
         self.after(line, state, events)
 
     # --- bookkeeping ------------------------------------------------------------------------------
@@ -519,6 +525,7 @@ class Replay:
         cards: dict[str, tuple[Card, ...]],
         fired: tuple[PressOutcome, ...],
         flips: tuple[Card, ...] | None = None,
+        reshuffles: tuple[tuple[Card, ...], ...] = (),
         *,
         own_press: bool = False,
     ) -> None:
@@ -529,6 +536,8 @@ class Replay:
         line). ``flips``: the line's ``flip`` or ``first`` cards, in order (``None`` when it gives none).
         In a round with a deck all of them come from the deck (or the seed), so a line can disagree with
         it; without a deck the replay takes them from the line, so only what it never took can disagree.
+        ``reshuffles``: the new piles the line gives (``draw.reshuffle``): each must be one the replay made
+        (the pile ran out, or a first card went back) and, in a seeded game, which derives them, the same.
         """
         if cards:
             taken = cards_taken(self.players, events)
@@ -548,35 +557,54 @@ class Replay:
             if flips != flipped:
                 message = f"the record lists {_cards(flips)} flipped, the replay flipped {_cards(flipped)}"
                 self.violation(line, Rule.FAIR_COMMIT, message)
+        if reshuffles:
+            self.check_reshuffles(line, reshuffles, new_piles(events))
+
+    def check_reshuffles(
+        self, line: int, given: tuple[tuple[Card, ...], ...], made: tuple[tuple[Card, ...], ...]
+    ) -> None:
+        """A line's ``reshuffle`` piles against the ones the replay made: more than the pile ran out is a
+        reshuffle before the pile was empty (``draw.reshuffle``); one the seed made otherwise breaks
+        ``fair.commit`` (a table game's own piles are the ones the replay used)."""
+        if len(given) > len(made):
+            ran_out = f"ran out {len(made)} time(s)" if made else "did not run out"
+            message = f"the line reshuffles {len(given)} time(s) but the draw pile {ran_out}"
+            self.violation(line, Rule.DRAW_RESHUFFLE, message)
+        for number, (pile, replayed) in enumerate(zip(given, made, strict=False), start=1):
+            if pile != replayed:
+                self.violation(line, Rule.FAIR_COMMIT, f"reshuffle {number} on the line is not the seed's")
 
     def after(self, line: int, before: State, events: tuple[Event, ...]) -> None:
         """Track UNO windows and Wild Draw Four plays, for the evidence of later rulings."""
         assert self.state is not None
+        new_hands: set[int] = set()  # players whose hand this line replaced: a window may open anew
+        spoke: set[int] = set()  # players who called or were caught on this line
         for event in events:
-            if isinstance(event, CardPlayed):
+            if isinstance(event, CardPlayed | HandsTraded):
+                # The player's hand changed with the play; a trade's other player's with the trade.
+                seat = event.player if isinstance(event, CardPlayed) else event.other
+                new_hands.add(seat)
                 for book in (self.window_opened, self.window_closed, self.called_at, self.caught_at):
-                    book.pop(event.player, None)
-                if event.uno:
+                    book.pop(seat, None)
+                if isinstance(event, CardPlayed) and event.uno:
                     self.called_at[event.player] = line
-                if event.card.face is Face.WILD_DRAW_FOUR:
+                if isinstance(event, CardPlayed) and event.card.face is Face.WILD_DRAW_FOUR:
                     self.wd4_line, self.wd4_by = line, event.player
             elif isinstance(event, UnoCalled):
                 self.called_at[event.player] = line
+                spoke.add(event.player)
             elif isinstance(event, UnoCaught):
                 self.caught_at[event.target] = line
+                spoke.add(event.target)
         if self.state.wd4 is not None and self.state.awaiting is Awaiting.WD4_RESPONSE:
             self.wd4_victim = self.state.turn
         exposed, was = self.state.exposed, before.exposed
-        if exposed is not None and (
-            exposed != was or any(isinstance(e, CardPlayed) and e.player == exposed for e in events)
-        ):
-            self.window_opened[exposed] = line
-        if (
-            was is not None
-            and exposed != was
-            and not any(isinstance(e, UnoCalled | UnoCaught) for e in events)
-        ):
-            self.window_closed[was] = line
+        for seat in exposed:
+            if seat not in was or seat in new_hands:
+                self.window_opened[seat] = line
+        for seat in was:
+            if seat not in exposed and seat not in spoke:
+                self.window_closed[seat] = line
 
 
 def _cards(cards: tuple[Card, ...]) -> str:

@@ -23,8 +23,9 @@ from .commands import (
     StartRound,
     Supply,
 )
-from .decide import CommandError, check, create, decide, execute, playable, resolve
+from .decide import CommandError, check, create, decide, execute, resolve
 from .events import Awaiting, Event
+from .legality import playable
 from .options import OptionError, Options, Variant, make_options
 from .state import State, conservation_error, evolve, fold, new_state
 from .violations import Impossible, Rule, Violation

@@ -43,11 +43,21 @@ def skip(act: Act, played: Played) -> None:
 def reverse(act: Act, played: Played) -> None:
     """Reverse (``action.reverse``), with the follow-up chance; with two players it acts as Skip."""
     act.emit(DirectionReversed())
+    _then(act, played, _after_reverse(act, played))
+
+
+def _after_reverse(act: Act, played: Played) -> int:
+    """Who plays after a Reverse (or a customizable set to reverse), the direction already flipped.
+
+    A follow-up Reverse hands the turn to the player after the follow-up's player in the new direction
+    (``attack.follow-up``), not to the one before the pointed player.
+    """
     s = act.state
+    if played.chained:
+        return s.next_seat(played.cmd.player)
     if s.size == 2 and s.options.two_player_reverse_skips:
-        _then(act, played, played.origin)
-    else:
-        _then(act, played, s.next_seat(played.origin))
+        return played.origin
+    return s.next_seat(played.origin)
 
 
 def hit_two(act: Act, played: Played) -> None:
@@ -83,10 +93,9 @@ def trade_hands(act: Act, played: Played) -> None:
 
 
 def all_hit(act: Act, played: Played) -> None:
-    """``attack.all-hit``: every other player presses once, starting left (clockwise)."""
-    s = act.state
-    for k in range(1, s.size):
-        act.press((played.cmd.player + k) % s.size, Rule.ATTACK_ALL_HIT)
+    """``attack.all-hit``: every other player presses once, in turn order from the next player."""
+    for seat in act.others(played):
+        act.press(seat, Rule.ATTACK_ALL_HIT)
     next_turn(act, played)
 
 
@@ -110,7 +119,7 @@ def customizable(act: Act, played: Played) -> None:
         presses(act, played.cmd.target, count, Rule.ATTACK_CUSTOMIZABLE)
         next_turn(act, played)
     elif action is CustomAction.ALL_PRESS:
-        for seat in act.others_from(played.cmd.player):
+        for seat in act.others(played):
             presses(act, seat, count, Rule.ATTACK_CUSTOMIZABLE)
         next_turn(act, played)
     elif action is CustomAction.SKIP:
@@ -119,19 +128,11 @@ def customizable(act: Act, played: Played) -> None:
     elif action is CustomAction.REVERSE:
         act.emit(DirectionReversed())
         if not played.going_out:
-            two = s.size == 2 and s.options.two_player_reverse_skips
-            act.prompt(played.origin if two else act.state.next_seat(played.origin))
+            act.prompt(_after_reverse(act, played))
     elif action is CustomAction.TRADE_HANDS:
         trade_hands(act, played)
     else:
         next_turn(act, played)
-
-
-def names_target(face: Face, custom: CustomAction) -> bool:
-    """Whether a card of ``face`` must name another player when played."""
-    if face is Face.WILD_CUSTOMIZABLE:
-        return custom in (CustomAction.TARGET_PRESS, CustomAction.TRADE_HANDS)
-    return face in (Face.WILD_ATTACK_ATTACK, Face.TRADE_HANDS)
 
 
 EFFECTS: dict[Face, Effect] = {

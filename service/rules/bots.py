@@ -14,14 +14,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .attack import names_target
 from .cards import Card, Colour, Face
 from .commands import Accept, CallUno, Catch, Challenge, Choose, Command, Draw, Pass, Play, Press
 from .events import Awaiting
+from .legality import cards_left, names_target, playable_cards, wd4_matching
 from .options import Variant
 from .state import State
 
 COLOURS = tuple(Colour)
+WILD_DRAW_FOUR = Card.parse("W+4")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +72,7 @@ class RandomBot:
 
     def turn(self, state: State, seat: int) -> Command:
         """A normal turn: one of the playable cards, or the draw (the launcher in UNO Attack)."""
-        face, colour = state.discard[-1].face, state.colour
-        # play.match (service.rules.decide.playable) inlined: this runs on every turn.
-        options = [c for c in state.hands[seat] if c.is_wild or c.colour is colour or c.face is face]
+        options = self.playable(state, seat)
         pick = int(self.rng.random() * (len(options) + 1))  # uniform over the cards and the draw
         if pick < len(options):
             return self.play(state, seat, options[pick])
@@ -81,9 +80,7 @@ class RandomBot:
 
     def playable(self, state: State, seat: int) -> list[Card]:
         """The cards in hand that may be played now (``play.match``)."""
-        face, colour = state.discard[-1].face, state.colour
-        # play.match, as service.rules.decide.playable says it, inlined: this runs for every turn.
-        return [c for c in state.hands[seat] if c.is_wild or c.colour is colour or c.face is face]
+        return playable_cards(state.hands[seat], state.discard[-1], state.colour)
 
     def pick_card(self, state: State, seat: int, options: Sequence[Card]) -> Card:
         """Which playable card to play."""
@@ -99,10 +96,8 @@ class RandomBot:
             if card.number is None and names_target(card.face, state.options.custom_action)
             else None
         )
-        hand = state.hands[seat]
-        left = len(hand) - 1
-        if card.face is Face.DISCARD_ALL:
-            left -= sum(1 for c in hand if c.colour is card.colour) - 1
+        traded = len(state.hands[target]) if target is not None else None
+        left = cards_left(state.hands[seat], card, state.options, traded)
         uno = left == 1 and self.rng.random() >= self.habits.forget_uno
         return Play(seat, card, colour, uno, target)
 
@@ -121,13 +116,14 @@ class RandomBot:
     # --- table talk, out of turn -------------------------------------------------------------------
 
     def talk(self, state: State, seat: int) -> Command | None:
-        """An UNO call or a catch this bot makes now, if any (the window is ``state.exposed``)."""
-        exposed = state.exposed
-        if exposed is None:
-            return None
-        if exposed == seat:
-            return CallUno(seat) if self.rng.random() < self.habits.late_call else None
-        return Catch(seat, exposed) if self.rng.random() < self.habits.catch else None
+        """An UNO call or a catch this bot makes now, if any (the open windows are ``state.exposed``)."""
+        for exposed in state.exposed:
+            if exposed == seat:
+                if self.rng.random() < self.habits.late_call:
+                    return CallUno(seat)
+            elif self.rng.random() < self.habits.catch:
+                return Catch(seat, exposed)
+        return None
 
 
 class SensibleBot(RandomBot):
@@ -147,8 +143,9 @@ class SensibleBot(RandomBot):
         return Press(seat) if state.variant is Variant.ATTACK else Draw(seat)
 
     def _wd4_legal(self, state: State, seat: int) -> bool:
-        colour = state.colour
-        return not any(c.colour is colour and c.colour is not None for c in state.hands[seat])
+        others = list(state.hands[seat])
+        others.remove(WILD_DRAW_FOUR)
+        return not wd4_matching(others, state.colour, state.options.wd4_wilds_block)
 
     def pick_card(self, state: State, seat: int, options: Sequence[Card]) -> Card:
         next_seat = state.next_seat(seat)

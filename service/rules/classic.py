@@ -12,10 +12,12 @@ from collections.abc import Callable
 from .cards import Card, Face
 from .engine import Act, Played
 from .events import Awaiting, DirectionReversed, Wd4Accepted, Wd4Challenged
+from .legality import wd4_matching
 from .options import Variant
 from .violations import Rule
 
 Effect = Callable[[Act, Played], None]
+WILD_DRAW_FOUR = Card.parse("W+4")
 
 
 def next_turn(act: Act, played: Played) -> None:
@@ -63,20 +65,13 @@ def wild_draw_four(act: Act, played: Played) -> None:
         act.prompt(victim, Awaiting.WD4_RESPONSE, new_turn=False)
 
 
-def wd4_matching(act: Act) -> tuple[Card, ...]:
-    """The cards that made the pending Wild Draw Four illegal (``wd4.legal``); empty when it was legal.
-
-    Only the active colour counts (numbers and symbols matching the top card do not); with
-    ``wd4_wilds_block`` other wild cards count as matching too.
-    """
+def pending_wd4_matching(act: Act) -> tuple[Card, ...]:
+    """The cards that made the pending Wild Draw Four illegal (``wd4.legal``); empty when it was legal."""
     s = act.state
     assert s.wd4 is not None
     others = list(s.wd4.hand)
-    others.remove(Card.parse("W+4"))
-    block = s.options.wd4_wilds_block
-    return tuple(
-        c for c in others if (c.colour is not None and c.colour is s.wd4.colour) or (block and c.is_wild)
-    )
+    others.remove(WILD_DRAW_FOUR)
+    return wd4_matching(others, s.wd4.colour, s.options.wd4_wilds_block)
 
 
 def accept(act: Act, victim: int) -> None:
@@ -93,7 +88,7 @@ def challenge(act: Act, victim: int, upheld: bool | None = None) -> None:
     """
     s = act.state
     assert s.wd4 is not None
-    matching = wd4_matching(act)
+    matching = pending_wd4_matching(act)
     if upheld is None:
         upheld = bool(matching)
     offender, hand, colour = s.wd4.offender, s.wd4.hand, s.wd4.colour

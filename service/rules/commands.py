@@ -28,12 +28,15 @@ class Supply:
 
     ``draws[seat]`` lists the cards ``seat`` takes from the pile during the command, in order;
     ``presses`` lists each launcher press's outcome in order; ``flips`` the cards turned over
-    (first cards, item boxes) in order.
+    (first cards, item boxes) in order; ``reshuffles`` the new draw piles (top first) of the reshuffles
+    the command needs when the pile runs out in the middle of it, in order — a game with a seed derives
+    them instead.
     """
 
     draws: Mapping[int, tuple[Card, ...]] = field(default_factory=lambda: _NO_DRAWS)
     presses: tuple[PressOutcome, ...] = ()
     flips: tuple[Card, ...] = ()
+    reshuffles: tuple[tuple[Card, ...], ...] = ()
 
 
 NO_SUPPLY = Supply()

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import attack, classic, fair, mario_kart, sonic
-from .cards import Card, Colour, Face
+from .cards import Card, Face
 from .classic import Effect
 from .commands import (
     NO_SUPPLY,
@@ -50,6 +50,7 @@ from .events import (
     UnoCalled,
     UnoCaught,
 )
+from .legality import cards_left, discard_all_extras, names_target, playable
 from .options import DealerSelection, Variant
 from .state import HAND_SIZE, State
 from .violations import Impossible, Rule, Violation
@@ -88,11 +89,6 @@ class CommandError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
-
-
-def playable(card: Card, top: Card, colour: Colour | None) -> bool:
-    """``play.match``: ``card`` matches the active colour, or the top card's number or symbol, or is wild."""
-    return card.is_wild or (card.colour is not None and card.colour is colour) or card.face is top.face
 
 
 # --- creating a game ---------------------------------------------------------------------------------
@@ -263,7 +259,7 @@ def _check_play(state: State, command: Play) -> Violation | None:
     if card not in hand:
         return Violation(Rule.PLAY_IN_HAND, f"{_name(state, player)} does not hold {card}")
     top = state.discard[-1]
-    if not (card.is_wild or card.colour is state.colour or card.face is top.face):  # playable(), inlined
+    if not playable(card, top, state.colour):
         colour = state.colour.value if state.colour else "none"
         return Violation(Rule.PLAY_MATCH, f"{card} does not match {top} (active colour {colour})")
     takes_colour = card.is_wild and card.face is not Face.WILD_ITEM_BOX
@@ -276,7 +272,8 @@ def _check_play(state: State, command: Play) -> Violation | None:
     if command.target is None and _needs_target(card, state):
         return Violation(_TARGET_RULE[card.face], f"{card} must name the player it targets")
     if command.uno:
-        left = len(hand) - 1 - len(_discard_all_extras(hand, card))
+        traded = len(state.hands[command.target]) if command.target is not None else None
+        left = cards_left(hand, card, state.options, traded)
         if left != 1:
             return Violation(
                 Rule.UNO_CALL, f"{_name(state, player)} calls UNO with {card} but will hold {left} cards"
@@ -289,19 +286,19 @@ def _needs_target(card: Card, state: State) -> bool:
     return (
         card.number is None
         and card.face in _TARGET_RULE
-        and attack.names_target(card.face, state.options.custom_action)
+        and names_target(card.face, state.options.custom_action)
     )
 
 
 def _check_draw(state: State, command: Draw) -> Violation | None:
+    if state.awaiting is Awaiting.FOLLOW_UP and command.player == state.turn:
+        return Violation(Rule.ATTACK_FOLLOW_UP, "after S or R: play one more matching card or pass")
     if state.variant is Variant.ATTACK:
         return Violation(Rule.ATTACK_LAUNCHER, "UNO Attack has no draw pile: press the launcher")
     if state.awaiting is Awaiting.PLAY and command.player == state.turn:
         return None
     if state.awaiting is Awaiting.DRAWN and command.player == state.turn:
         return Violation(Rule.TURN_END, f"{_name(state, command.player)} already drew this turn")
-    if state.awaiting is Awaiting.FOLLOW_UP:
-        return Violation(Rule.ATTACK_FOLLOW_UP, "play one more matching card or pass")
     return _not_your_turn(state, command.player)
 
 
@@ -340,7 +337,7 @@ def catch_reason(state: State, command: Catch) -> str | None:
     held = len(state.hands[command.target])
     if held != 1:
         return f"{target} holds {held} cards, not one"
-    if state.exposed != command.target:
+    if command.target not in state.exposed:
         return f"{target} called UNO or the window has closed"
     return None
 
@@ -386,7 +383,18 @@ def _check_choose(state: State, command: Choose) -> Violation | None:
 def _check_reshuffle(state: State, command: Reshuffle) -> Violation | None:
     if state.seed is not None:
         return Violation(Rule.DRAW_RESHUFFLE, "a seeded game reshuffles by itself")
-    if Counter(command.pile) != Counter(state.pile + state.discard[:-1]):
+    if state.pile:
+        held = f"{len(state.pile)} card{'s' if len(state.pile) != 1 else ''}"
+        return Violation(
+            Rule.DRAW_RESHUFFLE, f"the draw pile still holds {held}: reshuffle only when it is empty"
+        )
+    return _reshuffle_problem(state, command.pile)
+
+
+def _reshuffle_problem(state: State, pile: tuple[Card, ...]) -> Violation | None:
+    """``draw.reshuffle``: why ``pile`` cannot be the new draw pile (it must be the draw pile's cards
+    and the discard pile except its top card), or ``None``."""
+    if Counter(pile) != Counter(state.pile + state.discard[:-1]):
         return Violation(
             Rule.DRAW_RESHUFFLE,
             "the new pile must be the draw pile's cards and the discard pile except its top card",
@@ -460,15 +468,6 @@ def _resolve_start(act: Act, command: StartRound, _: bool | None) -> None:
     _FIRST_CARD[s.variant](act)
 
 
-def _discard_all_extras(hand: tuple[Card, ...], card: Card) -> tuple[Card, ...]:
-    """``attack.discard-all``: the other cards of the Discard All's colour that go down with it."""
-    if card.face is not Face.DISCARD_ALL:
-        return ()
-    rest = list(hand)
-    rest.remove(card)
-    return tuple(c for c in rest if c.colour is card.colour)
-
-
 def _resolve_play(act: Act, command: Play, _: bool | None) -> None:
     s = act.state
     player, card = command.player, command.card
@@ -481,7 +480,9 @@ def _resolve_play(act: Act, command: Play, _: bool | None) -> None:
     if s.awaiting is Awaiting.FOLLOW_UP and s.turn == player and s.pointer is not None:
         origin, chained = s.next_seat(s.pointer, -1), True  # the follow-up counts from the turn pointer
     colour = command.colour if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
-    extras = _discard_all_extras(hand, card) if card.face is Face.DISCARD_ALL else ()
+    extras = discard_all_extras(hand, card) if card.face is Face.DISCARD_ALL else ()
+    if chained:
+        act.barred = player
     act.emit(CardPlayed(player, card, colour, command.uno, command.target, extras))
     going_out = not act.state.hands[player]
     effect = _EFFECTS[s.variant].get(card.face, classic.next_turn)
@@ -496,23 +497,32 @@ def _resolve_draw(act: Act, command: Draw, _: bool | None) -> None:
     s = act.state
     if drawn is None:  # nothing left to draw anywhere: the draw is forfeited (``draw.reshuffle``)
         act.emit(Passed(player))
-        act.prompt(s.next_seat(player))
-    elif drawn.is_wild or drawn.colour is s.colour or drawn.face is s.discard[-1].face:  # playable(), inlined
+        act.prompt(_turn_after(s, player))
+    elif playable(drawn, s.discard[-1], s.colour) and s.awaiting is not Awaiting.FOLLOW_UP:
         act.prompt(player, Awaiting.DRAWN, new_turn=False)
     else:
-        act.prompt(s.next_seat(player))
+        act.prompt(_turn_after(s, player))
+
+
+def _turn_after(state: State, player: int) -> int:
+    """Who plays after ``player`` ends the turn without a play: the next seat, or — when the turn ends
+    instead of an UNO Attack follow-up (a pass, or a press or draw the table allowed) — the player the
+    S or R already pointed to (``attack.follow-up``)."""
+    if state.awaiting is Awaiting.FOLLOW_UP and state.pointer is not None:
+        return state.pointer
+    return state.next_seat(player)
 
 
 def _resolve_pass(act: Act, command: Pass, _: bool | None) -> None:
     s = act.state
-    pointer = s.pointer if s.awaiting is Awaiting.FOLLOW_UP and s.pointer is not None else None
     act.emit(Passed(command.player))
-    act.prompt(pointer if pointer is not None else s.next_seat(command.player))
+    act.prompt(_turn_after(s, command.player))
 
 
 def _resolve_press(act: Act, command: Press, _: bool | None) -> None:
+    s = act.state
     act.press(command.player, Rule.ATTACK_LAUNCHER)
-    act.prompt(act.state.next_seat(command.player))
+    act.prompt(_turn_after(s, command.player))
 
 
 def _resolve_call(act: Act, command: CallUno, _: bool | None) -> None:
@@ -557,6 +567,9 @@ def _resolve_choose(act: Act, command: Choose, _: bool | None) -> None:
 
 
 def _resolve_reshuffle(act: Act, command: Reshuffle, _: bool | None) -> None:
+    problem = _reshuffle_problem(act.state, command.pile)
+    if problem is not None:
+        raise Impossible(problem.rule, problem.message)
     act.emit(PileReshuffled(command.pile, True))
 
 

@@ -49,7 +49,16 @@ class Played(NamedTuple):
 class Act:
     """One command being resolved: the running state, the events so far, the table's supply."""
 
-    __slots__ = ("_draw_index", "_flip_index", "_press_index", "events", "state", "supply")
+    __slots__ = (
+        "_draw_index",
+        "_flip_index",
+        "_press_index",
+        "_reshuffle_index",
+        "barred",
+        "events",
+        "state",
+        "supply",
+    )
 
     def __init__(self, state: State, supply: Supply) -> None:
         self.state = state
@@ -58,6 +67,10 @@ class Act:
         self._draw_index: dict[int, int] | None = None  # made when a table-reported card is taken
         self._press_index = 0
         self._flip_index = 0
+        self._reshuffle_index = 0
+        #: A seat that may not be handed a new turn by this command: an UNO Attack follow-up's player
+        #: (``attack.follow-up``: the same player never takes the turn again through a follow-up).
+        self.barred: int | None = None
 
     def emit(self, event: Event) -> None:
         """Record ``event`` and apply it."""
@@ -73,15 +86,20 @@ class Act:
     def prompt(
         self, seat: int, awaiting: Awaiting = Awaiting.PLAY, pointer: int | None = None, new_turn: bool = True
     ) -> None:
-        """Wait for ``seat`` to act as ``awaiting`` says."""
+        """Wait for ``seat`` to act as ``awaiting`` says (the seat after it, if ``seat`` is barred)."""
+        if seat == self.barred and awaiting is Awaiting.PLAY:
+            seat = self.state.next_seat(seat)
         event = Prompted(seat, awaiting, pointer, new_turn)
         self.events.append(event)  # emit(), inlined: every command ends with a prompt
         self.state = on_prompted(self.state, event)
 
-    def others_from(self, origin: int) -> list[int]:
-        """Every seat but ``origin``, in turn order starting with the next one."""
+    def others(self, played: Played) -> list[int]:
+        """Every seat but the player's, in turn order starting with the next player in the current
+        direction — the pointed player, for an UNO Attack follow-up — as every "all others" effect
+        takes them (All Hit, Lightning, Victory Lap, a customizable)."""
         s = self.state
-        return [s.next_seat(origin, k) for k in range(1, s.size)]
+        first = s.next_seat(played.origin)
+        return [seat for seat in (s.next_seat(first, k) for k in range(s.size)) if seat != played.cmd.player]
 
     # --- the draw pile ------------------------------------------------------------------------------
 
@@ -96,11 +114,23 @@ class Act:
         if s.seed is not None:
             label = f"round:{s.round}:reshuffle:{s.reshuffles}"
             self.emit(PileReshuffled(fair.shuffled(s.seed, label, rest), True))
+        elif self._reshuffle_index < len(self.supply.reshuffles):
+            # The table said how it reshuffled (a record's ``reshuffle`` on the action's line).
+            self.emit(PileReshuffled(self._reported_pile(rest, "the discard pile except its top card"), True))
         else:
             # A table game reshuffled without telling us the order: from here on the table reports
             # the cards it takes (Supply), and they are checked against what the pile holds.
             self.emit(PileReshuffled(canonical(s.deck, rest), False))
         return True
+
+    def _reported_pile(self, cards: tuple[Card, ...], what: str) -> tuple[Card, ...]:
+        """The next new pile the table reported (``Supply.reshuffles``); it must hold exactly ``cards``."""
+        pile = self.supply.reshuffles[self._reshuffle_index]
+        self._reshuffle_index += 1
+        if Counter(pile) != Counter(cards):
+            expected = " ".join(c.token for c in canonical(self.state.deck, cards))
+            raise Impossible(Rule.DRAW_RESHUFFLE, f"the new pile must be {what}: {expected}")
+        return pile
 
     def _reported(self, listed: tuple[Card, ...], what: str) -> tuple[Card, ...]:
         missing = Counter(listed) - Counter(self.state.pile)
@@ -111,11 +141,16 @@ class Act:
 
     def _next_cards(self, seat: int, count: int) -> tuple[Card, ...]:
         s = self.state
-        if s.pile_ordered:
+        if s.pile_ordered and not self.supply.draws:
             return s.pile[:count]
         if self._draw_index is None:
             self._draw_index = {}
         start = self._draw_index.get(seat, 0)
+        if s.pile_ordered:
+            # Listed cards taken from a known pile are checked against it afterwards; count them all the
+            # same, so that draws after a reshuffle of unknown order read the right ones.
+            self._draw_index[seat] = start + count
+            return s.pile[:count]
         listed = self.supply.draws.get(seat, ())[start : start + count]
         if len(listed) < count:
             raise Impossible(
@@ -164,7 +199,8 @@ class Act:
     def return_flip(self, card: Card, anywhere: bool) -> None:
         """Put the flipped first card back: reshuffled into the pile, or (``anywhere``) at a random place.
 
-        A table game has no seed to draw a place from; its card goes to the bottom of the pile.
+        A table game has no seed to draw a place from: its card goes where the table says the pile then
+        is (a ``Supply`` reshuffle), else to the bottom of the pile.
         """
         s = self.state
         if s.seed is not None:
@@ -174,6 +210,8 @@ class Act:
                 pile = (*s.pile[:at], card, *s.pile[at:])
             else:
                 pile = fair.shuffled(s.seed, label, (*s.pile, card))
+        elif s.pile_ordered and self._reshuffle_index < len(self.supply.reshuffles):
+            pile = self._reported_pile((*s.pile, card), "the draw pile and the returned card")
         elif s.pile_ordered:
             pile = (*s.pile, card)
         else:
@@ -199,8 +237,7 @@ class Act:
                 count, listed = outcome, None
             else:
                 count, listed = len(outcome), outcome
-        if count > 0:
-            self.refill()
+        self.refill()  # a press that finds the launcher empty reshuffles first, whatever it fires
         s = self.state
         if listed is None:
             if not s.pile_ordered and count > 0:

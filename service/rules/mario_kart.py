@@ -45,7 +45,7 @@ def item_box(act: Act, played: Played) -> None:
         else:
             act.prompt(player, Awaiting.TARGET, pointer=after, new_turn=False)
     else:  # Lightning
-        for seat in act.others_from(player):
+        for seat in act.others(played):
             act.take(seat, 1, Rule.MK_ITEM_LIGHTNING)
         if not played.going_out:
             act.prompt(player)

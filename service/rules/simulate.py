@@ -95,7 +95,7 @@ def play_game(
 def _next_command(state: State, bots: Sequence[RandomBot], rng: random.Random) -> Command:
     if state.awaiting is Awaiting.ROUND_START:
         return StartRound()
-    if state.exposed is not None:
+    if state.exposed:
         # Table talk comes before the next turn action closes the window; seats speak in a random order.
         order = list(range(state.size))
         rng.shuffle(order)

@@ -11,7 +11,7 @@ from .violations import Rule
 
 def victory_lap(act: Act, played: Played) -> None:
     """``sonic.victory-lap``: every other player draws 1, in turn order; the colour was chosen."""
-    for seat in act.others_from(played.cmd.player):
+    for seat in act.others(played):
         act.take(seat, 1, Rule.SONIC_VICTORY_LAP)
     if not played.going_out:
         act.prompt(act.state.next_seat(played.origin))

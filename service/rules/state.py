@@ -40,6 +40,7 @@ from .events import (
     Wd4Accepted,
     Wd4Challenged,
 )
+from .legality import trades_hands
 from .options import Options, Variant, deck_name
 from .violations import Rule
 
@@ -89,7 +90,7 @@ class State(NamedTuple):
     discard: tuple[Card, ...]
     colour: Colour | None  # the active colour (None only while a colour choice is pending)
     direction: int
-    exposed: int | None  # the player whose UNO window is open (came down to one card, no call)
+    exposed: tuple[int, ...]  # the players whose UNO window is open (down to one card, no call), in order
     drawn: Card | None  # the card drawn this turn, while it may still be played
     wd4: Wd4Play | None
     turn_owner: int | None  # who took the current turn
@@ -159,7 +160,7 @@ def new_state(event: GameCreated) -> State:
         discard=(),
         colour=None,
         direction=1,
-        exposed=None,
+        exposed=(),
         drawn=None,
         wd4=None,
         turn_owner=None,
@@ -211,6 +212,17 @@ def _replace_hand(
     return (*hands[:seat], hand, *hands[seat + 1 :])
 
 
+def _closed(exposed: tuple[int, ...], seat: int) -> tuple[int, ...]:
+    """The open UNO windows less ``seat``'s (it called, was caught, or holds more than one card)."""
+    return tuple(s for s in exposed if s != seat)
+
+
+def _kept(exposed: tuple[int, ...], seat: int) -> tuple[int, ...]:
+    """The open UNO windows after a turn action of ``seat`` (``uno.catch``): it closes every window but
+    ``seat``'s own, which only another player's turn action closes."""
+    return (seat,) if seat in exposed else ()
+
+
 def _take_from_pile(state: State, taken: tuple[Card, ...]) -> tuple[Card, ...]:
     if state.pile_ordered:
         return state.pile[len(taken) :]
@@ -222,8 +234,8 @@ def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -
     values = list(state)
     values[_HANDS] = _replace_hand(state.hands, seat, state.hands[seat] + taken)
     values[_PILE] = state.pile[len(taken) :] if state.pile_ordered else without(state.pile, taken)
-    if taken and state.exposed == seat:
-        values[_EXPOSED] = None  # holding more than one card again: nothing left to catch
+    if taken and seat in state.exposed:
+        values[_EXPOSED] = _closed(state.exposed, seat)  # more than one card again: nothing to catch
     for name, value in changes.items():
         values[_INDEX[name]] = value
     return tuple.__new__(State, values)
@@ -253,7 +265,7 @@ def _round_started(state: State, event: RoundStarted) -> State:
         discard=(),
         colour=None,
         direction=1,
-        exposed=None,
+        exposed=(),
         drawn=None,
         wd4=None,
         turn_owner=None,
@@ -302,14 +314,20 @@ def _card_played(state: State, event: CardPlayed) -> State:
     values[_HANDS] = _replace_hand(state.hands, seat, new_hand)
     values[_DISCARD] = state.discard + event.discarded + (card,)
     values[_COLOUR] = event.colour if card.is_wild else card.colour
-    values[_EXPOSED] = seat if len(new_hand) == 1 and not event.uno else None
+    # A turn action: it closes every other window (``uno.catch``). The player's own opens when the play
+    # leaves one card once its own effects are done (``uno.call``): for a trade, the hand traded for.
+    left = len(new_hand)
+    if left and event.target is not None and trades_hands(card, state.options):
+        left = len(state.hands[event.target])
+    values[_EXPOSED] = (seat,) if left == 1 and not event.uno else ()
     values[_DRAWN] = None
     values[_WD4] = Wd4Play(seat, hand, state.colour, state.discard[-1]) if card.face is _W4 else None
     return tuple.__new__(State, values)
 
 
 def _card_drawn(state: State, event: CardDrawn) -> State:
-    return _to_hand(state, event.player, (event.card,), drawn=event.card, exposed=None)
+    # A turn action of the drawer, who holds more than one card after it: no window stays open.
+    return _to_hand(state, event.player, (event.card,), drawn=event.card, exposed=())
 
 
 def _cards_taken(state: State, event: CardsTaken) -> State:
@@ -317,8 +335,9 @@ def _cards_taken(state: State, event: CardsTaken) -> State:
 
 
 def _launcher_pressed(state: State, event: LauncherPressed) -> State:
-    if event.cause is Rule.ATTACK_LAUNCHER:
-        return _to_hand(state, event.player, event.cards, presses=state.presses + 1, exposed=None)
+    if event.cause is Rule.ATTACK_LAUNCHER:  # a turn action; an empty press leaves the presser's window
+        kept = () if event.cards else _kept(state.exposed, event.player)
+        return _to_hand(state, event.player, event.cards, presses=state.presses + 1, exposed=kept)
     return _to_hand(state, event.player, event.cards, presses=state.presses + 1)
 
 
@@ -334,20 +353,24 @@ def _hands_traded(state: State, event: HandsTraded) -> State:
     a, b = event.player, event.other
     hands = list(state.hands)
     hands[a], hands[b] = hands[b], hands[a]
-    exposed = None if state.exposed in (a, b) else state.exposed
+    # The player's window was settled by the play (it counted the hand traded for); the other player,
+    # left with one card by someone else's play, must call too, from this play on (``uno.call``).
+    exposed = _closed(state.exposed, b) + ((b,) if len(hands[b]) == 1 else ())
     return _with(state, hands=tuple(hands), exposed=exposed)
 
 
 def _uno_called(state: State, event: UnoCalled) -> State:
-    return _with(state, exposed=None) if state.exposed == event.player else state
+    if event.player not in state.exposed:
+        return state
+    return _with(state, exposed=_closed(state.exposed, event.player))
 
 
 def _uno_caught(state: State, event: UnoCaught) -> State:
-    return _with(state, exposed=None)
+    return _with(state, exposed=_closed(state.exposed, event.target))
 
 
 def _turn_action_closing(state: State, event: Passed | Wd4Accepted | Wd4Challenged) -> State:
-    return _with(state, exposed=None, drawn=None, wd4=None)
+    return _with(state, exposed=_kept(state.exposed, event.player), drawn=None, wd4=None)
 
 
 def on_prompted(state: State, event: Prompted) -> State:
@@ -374,7 +397,7 @@ def _round_ended(state: State, event: RoundEnded) -> State:
         scores=tuple(scores),
         results=(*state.results, result),
         awaiting=Awaiting.ROUND_START,
-        exposed=None,
+        exposed=(),
         wd4=None,
         drawn=None,
         pointer=None,

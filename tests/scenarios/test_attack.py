@@ -283,7 +283,9 @@ def test_the_follow_ups_effect_applies_from_where_the_skip_moved_the_turn() -> N
             CardPlayed(BOB, one("RH2")),
             pressed(ANN, "Y1", Rule.ATTACK_HIT_TWO),
             pressed(ANN, "", Rule.ATTACK_HIT_TWO),
-            Prompted(BOB, Awaiting.PLAY),
+            # After ann the turn would come back to bob: the same player never takes the turn again
+            # through a follow-up, so it goes on to cy.
+            Prompted(CY, Awaiting.PLAY),
         ],
     )
 
@@ -291,8 +293,9 @@ def test_the_follow_ups_effect_applies_from_where_the_skip_moved_the_turn() -> N
 @scenario("attack.follow-up")
 def test_a_skip_played_as_the_follow_up_earns_no_further_follow_up() -> None:
     chance = run(table(FOLLOW), Play(BOB, one("RS")))
-    # From ann, where the first Skip put the turn, the second Skip skips ann: bob plays a normal turn.
-    then_events(chance, Play(BOB, one("YS")), [CardPlayed(BOB, one("YS")), Prompted(BOB, Awaiting.PLAY)])
+    # From ann, where the first Skip put the turn, the second Skip skips ann; the turn would come back to
+    # bob, who never takes it again through a follow-up: cy plays a normal turn.
+    then_events(chance, Play(BOB, one("YS")), [CardPlayed(BOB, one("YS")), Prompted(CY, Awaiting.PLAY)])
 
 
 @scenario("attack.follow-up", "action.reverse")

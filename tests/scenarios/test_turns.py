@@ -318,13 +318,23 @@ def test_with_nothing_to_reshuffle_the_draw_is_forfeited() -> None:
 
 
 @scenario("draw.reshuffle")
-def test_a_table_game_may_report_its_reshuffle() -> None:
-    log = run(given(Variant.CLASSIC, 2, RESHUFFLE_HANDS, "R5"), *FOUR_PLAYS)
-    state = fold(log)
-    new_pile = (*toks("R9 R5 R8 R7"), *state.pile)
+def test_a_table_game_may_report_its_reshuffle_once_the_pile_is_empty() -> None:
+    log = drain(run(given(Variant.CLASSIC, 2, RESHUFFLE_HANDS, "R5"), *FOUR_PLAYS))
+    assert not fold(log).pile
+    new_pile = toks("R9 R5 R8 R7")  # the discards but the top R2, in the table's order
     then_events(log, Reshuffle(new_pile), [PileReshuffled(new_pile, True)])
-    then_violation(log, Reshuffle(new_pile[1:]), Rule.DRAW_RESHUFFLE)
-    then_violation(log, Reshuffle((*new_pile, one("R2"))), Rule.DRAW_RESHUFFLE)
+    then_violation(log, Reshuffle(new_pile[1:]), Rule.DRAW_RESHUFFLE, "discard pile")
+    then_violation(log, Reshuffle((*new_pile, one("R2"))), Rule.DRAW_RESHUFFLE, "discard pile")
+
+
+@scenario("draw.reshuffle")
+@pytest.mark.parametrize("left", [1, 2, 7, 40])
+def test_a_reshuffle_while_the_pile_still_holds_cards_breaks_draw_reshuffle(left: int) -> None:
+    log = drain(run(given(Variant.CLASSIC, 2, RESHUFFLE_HANDS, "R5"), *FOUR_PLAYS), leave=left)
+    state = fold(log)
+    assert len(state.pile) == left
+    # Even the right cards (the pile and the discards but the top) may not be reshuffled yet.
+    then_violation(log, Reshuffle((*toks("R9 R5 R8 R7"), *state.pile)), Rule.DRAW_RESHUFFLE, f"holds {left}")
 
 
 @scenario("draw.reshuffle", "fair.commit")

@@ -191,7 +191,7 @@ class Hand(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GameView(_message.Message):
-    __slots__ = ("game_id", "variant", "players", "version", "awaiting", "round", "dealer", "turn", "direction", "top", "colour", "draw_pile", "discard_pile", "hand_sizes", "scores", "viewer_seat", "hands", "exposed", "winner", "seed_sha256", "tournament_id", "drawn")
+    __slots__ = ("game_id", "variant", "players", "version", "awaiting", "round", "dealer", "turn", "direction", "top", "colour", "draw_pile", "discard_pile", "hand_sizes", "scores", "viewer_seat", "hands", "exposed", "winner", "seed_sha256", "tournament_id", "drawn", "exposed_seats")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VARIANT_FIELD_NUMBER: _ClassVar[int]
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
@@ -214,6 +214,7 @@ class GameView(_message.Message):
     SEED_SHA256_FIELD_NUMBER: _ClassVar[int]
     TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
     DRAWN_FIELD_NUMBER: _ClassVar[int]
+    EXPOSED_SEATS_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     variant: Variant
     players: _containers.RepeatedScalarFieldContainer[str]
@@ -236,7 +237,8 @@ class GameView(_message.Message):
     seed_sha256: str
     tournament_id: str
     drawn: str
-    def __init__(self, game_id: _Optional[str] = ..., variant: _Optional[_Union[Variant, str]] = ..., players: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., awaiting: _Optional[str] = ..., round: _Optional[int] = ..., dealer: _Optional[int] = ..., turn: _Optional[int] = ..., direction: _Optional[int] = ..., top: _Optional[str] = ..., colour: _Optional[str] = ..., draw_pile: _Optional[int] = ..., discard_pile: _Optional[int] = ..., hand_sizes: _Optional[_Iterable[int]] = ..., scores: _Optional[_Iterable[int]] = ..., viewer_seat: _Optional[int] = ..., hands: _Optional[_Iterable[_Union[Hand, _Mapping]]] = ..., exposed: _Optional[int] = ..., winner: _Optional[int] = ..., seed_sha256: _Optional[str] = ..., tournament_id: _Optional[str] = ..., drawn: _Optional[str] = ...) -> None: ...
+    exposed_seats: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, game_id: _Optional[str] = ..., variant: _Optional[_Union[Variant, str]] = ..., players: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., awaiting: _Optional[str] = ..., round: _Optional[int] = ..., dealer: _Optional[int] = ..., turn: _Optional[int] = ..., direction: _Optional[int] = ..., top: _Optional[str] = ..., colour: _Optional[str] = ..., draw_pile: _Optional[int] = ..., discard_pile: _Optional[int] = ..., hand_sizes: _Optional[_Iterable[int]] = ..., scores: _Optional[_Iterable[int]] = ..., viewer_seat: _Optional[int] = ..., hands: _Optional[_Iterable[_Union[Hand, _Mapping]]] = ..., exposed: _Optional[int] = ..., winner: _Optional[int] = ..., seed_sha256: _Optional[str] = ..., tournament_id: _Optional[str] = ..., drawn: _Optional[str] = ..., exposed_seats: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetGameRequest(_message.Message):
     __slots__ = ("game_id",)

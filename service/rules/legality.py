@@ -1,0 +1,75 @@
+"""The rules' predicates, each written once: the decider, the state, the bots and the verifier call them.
+
+These are the questions the rules ask of a card or a hand — does it match, is this Wild Draw Four legal,
+does this play trade hands, how many cards does it leave — answered from cards and options alone, so that
+every layer (``decide``, ``evolve``, the bots, the verifier) gives the same answer. Nothing here knows the
+state of a game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .cards import Card, Colour, Face
+from .options import CustomAction, Options
+
+
+def playable(card: Card, top: Card, colour: Colour | None) -> bool:
+    """``play.match``: ``card`` matches the active colour, or the top card's number or symbol, or is wild."""
+    return card.is_wild or (card.colour is not None and card.colour is colour) or card.face is top.face
+
+
+def playable_cards(hand: Sequence[Card], top: Card, colour: Colour | None) -> list[Card]:
+    """The cards of ``hand`` that :func:`playable` allows, in hand order."""
+    face = top.face
+    # playable(), inlined: the bots ask this on every turn.
+    return [c for c in hand if c.is_wild or (c.colour is not None and c.colour is colour) or c.face is face]
+
+
+def wd4_matching(hand: Sequence[Card], colour: Colour | None, wilds_block: bool) -> tuple[Card, ...]:
+    """``wd4.legal``: the cards of ``hand`` (the player's, the Wild Draw Four put aside) that make a Wild
+    Draw Four illegal under active colour ``colour``; empty when it is legal.
+
+    Only the active colour counts (numbers and symbols matching the top card do not); with
+    ``wilds_block`` (``wd4_wilds_block``, Sonic's default) other wild cards count as matching too.
+    """
+    return tuple(
+        c for c in hand if (c.colour is not None and c.colour is colour) or (wilds_block and c.is_wild)
+    )
+
+
+def names_target(face: Face, custom: CustomAction) -> bool:
+    """Whether a card of ``face`` must name another player when played (Attack-Attack, Trade Hands, a
+    customizable set to a targeted press or to trading hands; a Green Shell's target may be named too,
+    but need not be)."""
+    if face is Face.WILD_CUSTOMIZABLE:
+        return custom in (CustomAction.TARGET_PRESS, CustomAction.TRADE_HANDS)
+    return face in (Face.WILD_ATTACK_ATTACK, Face.TRADE_HANDS)
+
+
+def trades_hands(card: Card, options: Options) -> bool:
+    """Whether playing ``card`` swaps the player's hand with the named player's (``attack.trade-hands``,
+    or a customizable set to trade hands)."""
+    return card.face is Face.TRADE_HANDS or (
+        card.face is Face.WILD_CUSTOMIZABLE and options.custom_action is CustomAction.TRADE_HANDS
+    )
+
+
+def discard_all_extras(hand: Sequence[Card], card: Card) -> tuple[Card, ...]:
+    """``attack.discard-all``: the other cards of the Discard All's colour that go down with it."""
+    if card.face is not Face.DISCARD_ALL:
+        return ()
+    rest = list(hand)
+    rest.remove(card)
+    return tuple(c for c in rest if c.colour is card.colour)
+
+
+def cards_left(hand: Sequence[Card], card: Card, options: Options, target_held: int | None) -> int:
+    """How many cards the player holds once ``card`` is played from ``hand`` and its own effects on that
+    hand are done (``uno.call``): the Discard All's extra discards go too, and a trade leaves the hand
+    traded for (``target_held``: how many cards the named player holds before the play). Going out leaves
+    nothing to trade."""
+    left = len(hand) - 1 - len(discard_all_extras(hand, card))
+    if left > 0 and target_held is not None and trades_hands(card, options):
+        return target_held
+    return left
