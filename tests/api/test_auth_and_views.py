@@ -22,8 +22,8 @@ from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.views import VARIANTS
 from service.codec import decode_event
 from service.rules.cards import DECKS, Card, Colour
-from service.rules.decide import playable
 from service.rules.events import GameCreated
+from service.rules.legality import playable_cards
 from service.rules.options import Variant
 from service.rules.state import State, deal, evolve, new_state
 from service.store import EventStore
@@ -211,9 +211,9 @@ class _RecordingTable(BotTable):
         if view.awaiting == "play":
             hand = [Card.parse(token) for token in view.hands[0].cards]
             top, colour = Card.parse(view.top), Colour(view.colour) if view.colour else None
-            options = [c for c in hand if playable(c, top, colour)]
+            options = playable_cards(hand, top, colour)
             if options and self.rng.random() < 0.7:
-                reply = await self.play_card(self.rng.choice(options), seat, len(hand), players)
+                reply = await self.play_card(self.rng.choice(options), seat, hand, view, variant)
                 return reply.view if reply is not None else None
         return await super().act(view, seat, variant, players)
 

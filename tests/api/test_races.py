@@ -20,7 +20,7 @@ from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer
 from service.rules.cards import Card, Colour
-from service.rules.decide import playable
+from service.rules.legality import playable_cards
 from service.store import EventStore
 
 from .support import (
@@ -69,7 +69,7 @@ def _requests(view: pb.GameView, game_id: str, race: int, *, versioned: bool) ->
     if awaiting == "play":
         top = Card.parse(view.top)
         colour = Colour(view.colour) if view.colour else None
-        options = [c for c in hand if playable(c, top, colour)]
+        options = playable_cards(hand, top, colour)
 
         def play(card: Card, i: int) -> Request:
             request = pb.PlayRequest(header=head(), card=card.token)
