@@ -39,6 +39,7 @@ from service.rules.events import (
     Wd4Accepted,
     Wd4Challenged,
 )
+from service.rules.legality import wd4_matching
 from service.rules.options import CustomAction, Variant, make_options
 from service.rules.simulate import SimulatedGame, play_game
 from service.rules.state import State, evolve, new_state
@@ -260,3 +261,25 @@ def test_all_others_effects_go_in_turn_order_from_the_next_player() -> None:
     MET["all-others"] = 0
     sweep_all_others()
     assert MET["all-others"] >= 50, MET
+
+
+# --- one predicate per rule: the sensible bot's Wild Draw Four ------------------------------------------
+
+
+@SWEEP
+@given(variant=st.sampled_from(list(Variant)), players=st.integers(2, 6), seed=st.integers(0, 2**32))
+def sweep_sensible_wild_draw_fours(variant: Variant, players: int, seed: int) -> None:
+    options = make_options(variant, {"target_score": 100, "wd4_wilds_block": seed % 2 == 0})
+    game = play_game(variant, players, seed, options=options, checks=False, sensible=[True] * players)
+    for before, command, _, _ in steps_with_states(game):
+        if isinstance(command, Play) and command.card.face is Face.WILD_DRAW_FOUR:
+            MET["sensible-wd4"] += 1
+            hand = before.hands[command.player]
+            # wd4.legal as the rules say it, with the game's wd4_wilds_block (a wild in hand blocks it).
+            assert not wd4_matching(hand, before.colour, options.wd4_wilds_block), (hand, before.colour)
+
+
+def test_a_sensible_bot_plays_a_wild_draw_four_only_when_the_rules_allow_it() -> None:
+    MET["sensible-wd4"] = 0
+    sweep_sensible_wild_draw_fours()
+    assert MET["sensible-wd4"] >= 50, MET

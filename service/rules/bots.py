@@ -22,7 +22,7 @@ from .options import Variant
 from .state import State
 
 COLOURS = tuple(Colour)
-WILD_DRAW_FOUR = Card.parse("W+4")
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +134,14 @@ class SensibleBot(RandomBot):
     def __init__(self, rng: random.Random, habits: Habits | None = None) -> None:
         super().__init__(rng, habits or Habits(forget_uno=0.02, late_call=0.5, catch=1.0))
 
+    def act(self, state: State) -> Command:
+        seat = state.turn
+        drawn = state.drawn
+        if state.awaiting is Awaiting.DRAWN and drawn is not None and drawn.face is Face.WILD_DRAW_FOUR:
+            if not self._wd4_legal(state, seat):
+                return Pass(seat)  # no bluffing with a drawn Wild Draw Four either
+        return super().act(state)
+
     def turn(self, state: State, seat: int) -> Command:
         options = self.playable(state, seat)
         if options:
@@ -143,9 +151,7 @@ class SensibleBot(RandomBot):
         return Press(seat) if state.variant is Variant.ATTACK else Draw(seat)
 
     def _wd4_legal(self, state: State, seat: int) -> bool:
-        others = list(state.hands[seat])
-        others.remove(WILD_DRAW_FOUR)
-        return not wd4_matching(others, state.colour, state.options.wd4_wilds_block)
+        return not wd4_matching(state.hands[seat], state.colour, state.options.wd4_wilds_block)
 
     def pick_card(self, state: State, seat: int, options: Sequence[Card]) -> Card:
         next_seat = state.next_seat(seat)

@@ -17,7 +17,6 @@ from .options import Variant
 from .violations import Rule
 
 Effect = Callable[[Act, Played], None]
-WILD_DRAW_FOUR = Card.parse("W+4")
 
 
 def next_turn(act: Act, played: Played) -> None:
@@ -69,9 +68,7 @@ def pending_wd4_matching(act: Act) -> tuple[Card, ...]:
     """The cards that made the pending Wild Draw Four illegal (``wd4.legal``); empty when it was legal."""
     s = act.state
     assert s.wd4 is not None
-    others = list(s.wd4.hand)
-    others.remove(WILD_DRAW_FOUR)
-    return wd4_matching(others, s.wd4.colour, s.options.wd4_wilds_block)
+    return wd4_matching(s.wd4.hand, s.wd4.colour, s.options.wd4_wilds_block)
 
 
 def accept(act: Act, victim: int) -> None:

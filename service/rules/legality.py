@@ -26,15 +26,20 @@ def playable_cards(hand: Sequence[Card], top: Card, colour: Colour | None) -> li
     return [c for c in hand if c.is_wild or (c.colour is not None and c.colour is colour) or c.face is face]
 
 
+WILD_DRAW_FOUR = Card.parse("W+4")
+
+
 def wd4_matching(hand: Sequence[Card], colour: Colour | None, wilds_block: bool) -> tuple[Card, ...]:
-    """``wd4.legal``: the cards of ``hand`` (the player's, the Wild Draw Four put aside) that make a Wild
-    Draw Four illegal under active colour ``colour``; empty when it is legal.
+    """``wd4.legal``: the cards that make playing a Wild Draw Four from ``hand`` (the W+4 included)
+    illegal under active colour ``colour``; empty when it is legal.
 
     Only the active colour counts (numbers and symbols matching the top card do not); with
     ``wilds_block`` (``wd4_wilds_block``, Sonic's default) other wild cards count as matching too.
     """
+    others = list(hand)
+    others.remove(WILD_DRAW_FOUR)
     return tuple(
-        c for c in hand if (c.colour is not None and c.colour is colour) or (wilds_block and c.is_wild)
+        c for c in others if (c.colour is not None and c.colour is colour) or (wilds_block and c.is_wild)
     )
 
 
