@@ -48,7 +48,7 @@ def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
                 command: Any = StartRound()
             else:
                 command = None
-                if state.exposed is not None:
+                if state.exposed:
                     for seat in (0, 1):
                         command = bots[seat].talk(state, seat)
                         if command is not None:

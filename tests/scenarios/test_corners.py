@@ -260,3 +260,29 @@ def test_a_play_instead_of_the_answer_is_refused() -> None:
     log = wd4_down_to_one("G7")
     then_violation(log, Pass(BOB), Rule.ACTION_WILD_DRAW_FOUR)
     then_violation(log, Challenge(ANN), Rule.WD4_CHALLENGE, "bob")
+
+
+def both_down_to_one() -> list[Event]:
+    """UNO Attack 2010, two players: bob sheds to R2 calling UNO; ann sheds five reds while bob presses
+    empty launchers, keeps RTH and G7, and trades with bob without calling: each holds one card."""
+    hands = {BOB: "RS RS RR RR RH2 R1 R2", ANN: "R3 R4 R5 R6 R7 RTH G7"}
+    log = given(Variant.ATTACK, 2, hands, "R9", dealer=ANN, options={"attack_edition": "2010"})
+    bob = [Play(BOB, one(token)) for token in ("RS", "RS", "RR", "RR")]
+    log = run(log, *bob, Play(BOB, one("RH2"), supply=presses(0, 0)), Play(BOB, one("R1"), uno=True))
+    for token in ("R3", "R4", "R5", "R6", "R7"):
+        log = run(log, Play(ANN, one(token)), Press(BOB, presses(0)))
+    return run(log, Play(ANN, one("RTH"), target=BOB))
+
+
+@scenario("uno.call", "uno.catch", "attack.trade-hands")
+def test_a_trade_can_leave_both_players_with_one_card_and_both_must_call() -> None:
+    log = both_down_to_one()
+    state = fold(log)
+    assert (hand(state, ANN), hand(state, BOB)) == (["R2"], ["G7"])
+    assert state.exposed == (ANN, BOB)
+    # Either may be caught by the other; a call by one leaves the other's window open.
+    assert fold(run(log, Catch(ANN, BOB, presses(0, 0)))).exposed == (ANN,)
+    assert fold(run(log, Catch(BOB, ANN, presses(0, 0)))).exposed == (BOB,)
+    assert fold(run(log, CallUno(BOB))).exposed == (ANN,)
+    # bob's own turn action (a press that fires nothing) closes ann's window but not his own.
+    assert fold(run(log, Press(BOB, presses(0)))).exposed == (BOB,)
