@@ -1,7 +1,8 @@
 """The ``uno-audit`` command line.
 
-* ``uno-audit simulate --variant V --players N --games G --seed S [--json] [--records DIR]``: bots play
-  complete games in-process with the rules' invariants checked; exit 1 if an invariant breaks.
+* ``uno-audit simulate --variant V --players N --games G --seed S [--json] [--records DIR]
+  [--record-mode seed|deck|hands]``: bots play complete games in-process with the rules' invariants
+  checked, and may write them as records in any of the three modes; exit 1 if an invariant breaks.
 * ``uno-audit verify --record FILE [--json]``: replay and adjudicate a game record offline; exit 0 when
   valid, 1 when it has violations, 2 when the file cannot be read.
 * ``uno-audit verify --game ID [--json] [--reveal-seed] [--no-projections] [--database-url DSN]``: a
@@ -48,7 +49,7 @@ from typing import Any
 
 from projections import VIEW_NAMES
 from service import cli_audit
-from service.audit.export import record_from_game
+from service.audit.export import RecordMode, record_from_game
 from service.audit.record import RecordError, read_record_file, write_record
 from service.audit.verify import Report, verify_record
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE
@@ -109,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--seed", type=_bounded(0, 2**63 - 1), default=0)
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.add_argument("--records", type=Path, help="write each game as a game record into this folder")
+    simulate.add_argument(
+        "--record-mode",
+        choices=[mode.value for mode in RecordMode],
+        default=RecordMode.SEED.value,
+        help="how the records give the cards: the seed, each round's deck and reshuffles, or the dealt "
+        "hands with every card listed (default: %(default)s)",
+    )
 
     verify = commands.add_parser(
         "verify", help="replay and adjudicate a game record, a stored game or every stored game"
@@ -375,7 +383,8 @@ def _simulate(args: argparse.Namespace) -> int:
         events += len(game.events)
         if args.records is not None:
             name = f"{args.variant.value}-{args.players}p-seed{seed}.jsonl"
-            (args.records / name).write_text(write_record(record_from_game(game)), encoding="utf-8")
+            record = record_from_game(game, RecordMode(args.record_mode))
+            (args.records / name).write_text(write_record(record), encoding="utf-8")
     seconds = time.perf_counter() - started
     summary = {
         "variant": args.variant.value,

@@ -59,6 +59,21 @@ def test_simulate_writes_records_that_verify_as_valid(
         assert report.to_json()["winner"] is not None
 
 
+@pytest.mark.parametrize("mode", ["seed", "deck", "hands"])
+def test_simulate_writes_records_in_each_mode_that_verify_alike(
+    mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["simulate", "--variant", "classic", "--players", "8", "--games", "2", "--seed", "5"]
+    assert main([*args, "--records", str(tmp_path), "--record-mode", mode]) == 0
+    for path in sorted(tmp_path.iterdir()):
+        text = path.read_text(encoding="utf-8")
+        header = json.loads(text.splitlines()[0])
+        assert ("seed" in header) == (mode == "seed")
+        assert ('"deck"' in text) == (mode != "hands")
+        report = verify_record(read_record_file(path))
+        assert report.valid, report.to_json()["violations"]
+
+
 def test_simulate_is_deterministic_per_seed(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["simulate", "--variant", "mario-kart", "--players", "5", "--games", "2", "--seed", "3", "--json"]
     main(args)
@@ -76,6 +91,7 @@ def test_simulate_is_deterministic_per_seed(capsys: pytest.CaptureFixture[str]) 
         (["--variant", "classic", "--players", "11"], "11 is not between 2 and 10"),
         (["--variant", "classic", "--players", "two"], "'two' is not a whole number"),
         (["--variant", "classic", "--games", "0"], "0 is not between 1 and 1000000"),
+        (["--variant", "classic", "--record-mode", "pgn"], "invalid choice: 'pgn'"),
     ],
 )
 def test_simulate_rejects_bad_arguments_with_exit_2(
