@@ -89,16 +89,23 @@ def state_before(game: SimulatedGame, step: int) -> State:
 KINDS = ["draw-two", "accept", "challenge", "catch", "press"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_deck_record_gives_the_reshuffle_on_the_line_of_the_action_that_ran_the_pile_out(kind: str) -> None:
+def deck_record(kind: str) -> tuple[GameRecord, int, Action]:
+    """The deck-mode record of :func:`game_with`'s game, the line the pile ran out in, and its action."""
     game, step = game_with(kind)
     record = record_from_game(game, RecordMode.DECK)
     line = line_of(record, step)
     [action] = [a for b in record.rounds for a in b.actions if a.line == line]
+    return record, line, action
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_deck_record_gives_the_reshuffle_on_the_line_of_the_action_that_ran_the_pile_out(kind: str) -> None:
+    record, _, action = deck_record(kind)
     assert action.reshuffles, "the export puts the reshuffle on the action's line"
     assert record.header.seed is None
 
     report = report_of(record)
+    game, _ = game_with(kind)
 
     assert report["valid"], report["violations"][:3]
     assert report["scores"] == dict(zip(game.state.players, game.state.scores, strict=True))
@@ -106,9 +113,7 @@ def test_a_deck_record_gives_the_reshuffle_on_the_line_of_the_action_that_ran_th
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_without_the_reshuffle_a_deck_record_cannot_be_followed_past_the_empty_pile(kind: str) -> None:
-    game, step = game_with(kind)
-    record = record_from_game(game, RecordMode.DECK)
-    line = line_of(record, step)
+    record, line, _ = deck_record(kind)
     report = report_of(edit(record, line, lambda a: dataclasses.replace(a, reshuffles=())))
 
     assert report["stopped_at"] == line
@@ -118,10 +123,7 @@ def test_without_the_reshuffle_a_deck_record_cannot_be_followed_past_the_empty_p
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_reshuffle_given_before_the_pile_ran_out_breaks_draw_reshuffle(kind: str) -> None:
-    game, step = game_with(kind)
-    record = record_from_game(game, RecordMode.DECK)
-    line = line_of(record, step)
-    [action] = [a for b in record.rounds for a in b.actions if a.line == line]
+    record, line, action = deck_record(kind)
     earlier = line - 1
     # The same pile, written one line too early (on an action that still had cards to take, or none).
     moved = edit(record, line, lambda a: dataclasses.replace(a, reshuffles=()))
