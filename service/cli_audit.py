@@ -187,6 +187,34 @@ def _ruling_line(ruling: dict[str, Any]) -> str:
     )
 
 
+def _judged(kind: str, position: int, recorded: bool) -> str:
+    """Which catch or challenge a ruling judged: the recorded one, or the one described."""
+    if recorded:
+        return f"the {kind} recorded at position {position}"
+    return f"the {kind} described, as made right after position {position} (none is recorded there)"
+
+
+def _dispute_line(dispute: dict[str, Any]) -> str:
+    """A dispute of a stored game's report, with what it names and, once ruled, what was judged."""
+    named = "".join(
+        f" {word} {dispute[key]}" for word, key in (("by", "by"), ("of", "target")) if dispute.get(key)
+    )
+    head = (
+        f"dispute {dispute['dispute_id']} filed at position {dispute['filed_at']} by {dispute['filer']}: "
+        f"{dispute['kind']}{named} at position {dispute['position']}: {dispute['claim']!r}"
+    )
+    ruling = dispute.get("ruling")
+    if ruling is None:
+        return f"{head}; open"
+    why = f" ({ruling['reason']})" if ruling.get("reason") else ""
+    mismatch = f"; NOT AS NAMED: {ruling['mismatch']}" if ruling.get("mismatch") else ""
+    judged = _judged(dispute["kind"], ruling["position"], ruling["recorded"])
+    return (
+        f"{head}; ruled at position {dispute['ruled_at']} on {judged}: {ruling['verdict']} "
+        f"[{ruling['rule']}]{why}, by {ruling['by'] or '-'} against {ruling['against'] or '-'}{mismatch}"
+    )
+
+
 def _human_game(report: dict[str, Any]) -> str:
     """A stored game's report as text (the report object itself is ``--json``)."""
     lines = [
@@ -224,19 +252,7 @@ def _human_game(report: dict[str, Any]) -> str:
     for ruling in report["rulings"]:
         lines.append("  " + _ruling_line(ruling))
     for dispute in report["disputes"]:
-        about = f" of {dispute['target']}" if dispute.get("target") else ""
-        head = (
-            f"  dispute {dispute['dispute_id']} filed at position {dispute['filed_at']} by {dispute['by']}: "
-            f"{dispute['kind']}{about} at position {dispute['position']}: {dispute['claim']!r}"
-        )
-        ruling = dispute.get("ruling")
-        if ruling is None:
-            lines.append(f"{head}; open")
-        else:
-            lines.append(
-                f"{head}; ruled at position {dispute['ruled_at']}: {ruling['verdict']} [{ruling['rule']}]"
-                + (f" ({ruling['reason']})" if ruling.get("reason") else "")
-            )
+        lines.append("  " + _dispute_line(dispute))
     for rnd in report["rounds"]:
         lines.append(f"  round {rnd['round']}: {rnd['winner']} scored {rnd['points']}")
     scores = ", ".join(f"{name} {points}" for name, points in report["scores"].items())
@@ -421,6 +437,7 @@ def adjudicate(args: argparse.Namespace) -> int:
                     "kind": kind.value,
                     "position": found.position,
                     "recorded": found.recorded,
+                    "mismatch": found.mismatch,
                     "ruling": found.ruling,
                 }
             )
@@ -432,14 +449,14 @@ def adjudicate(args: argparse.Namespace) -> int:
 
 
 def _human_adjudication(game_id: str, found: Adjudication) -> str:
+    """The ruling as text: which catch or challenge was judged (the recorded one, or the one described),
+    where what ``--by``/``--target`` named differs from it, the verdict and the evidence."""
     ruling = found.ruling
     why = f" ({ruling['reason']})" if ruling.get("reason") else ""
-    if found.recorded:
-        where = f"the {ruling['kind']} recorded at position {found.position}"
-    else:
-        where = f"a {ruling['kind']} made right after position {found.position} (not in the log)"
-    lines = [
-        f"game {game_id}: {where}",
+    lines = [f"game {game_id}: {_judged(ruling['kind'], found.position, found.recorded)}"]
+    if found.mismatch is not None:
+        lines.append(f"  NOT AS NAMED: {found.mismatch}")
+    lines += [
         f"  verdict: {ruling['verdict']}{why}",
         f"  rule: {ruling['rule']}",
         f"  by {ruling['by'] or '-'} against {ruling['against'] or '-'}",

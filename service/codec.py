@@ -87,17 +87,25 @@ def canonical(kind: str, payload: Mapping[str, Any]) -> bytes:
 Decoder = Callable[[Any], Any]
 
 
+def required_fields(cls: type) -> frozenset[str]:
+    """The fields of dataclass ``cls`` that a stored payload must hold: those without a default.
+
+    The backward-compatible rule for every stored form: a field added to a stored type later gets a
+    default, and a payload written before it existed, which lacks it, decodes as that default. Nothing
+    else is loosened: a missing field without a default, or a field the type does not have, is refused.
+    """
+    return frozenset(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+
+
 @cache
 def _decoder(cls: type) -> Decoder:
     hints = typing.get_type_hints(cls)
-    fields = [
-        (
-            f.name,
-            _for(hints[f.name]),
-            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-        )
-        for f in dataclasses.fields(cls)
-    ]
+    required = required_fields(cls)
+    fields = [(f.name, _for(hints[f.name]), f.name in required) for f in dataclasses.fields(cls)]
 
     def decode(payload: Any) -> Any:
         if not isinstance(payload, Mapping):

@@ -29,6 +29,7 @@ from service.cli import main
 from service.rules.options import Variant
 from service.rules.simulate import SimulatedGame, play_game
 from service.store import EventStore
+from tests.audit import disputed
 from tests.audit.support import store_simulated
 from tests.projections.projection_support import store_game
 
@@ -537,6 +538,7 @@ async def test_a_filed_dispute_shows_in_the_report_at_its_positions(
         seat=1,
         kind=DisputeKind.UNO_CATCH,
         position=catch["line"] + 1,
+        by=None,
         target=0,
         claim="caught before anyone played",
         command_id=str(uuid.uuid4()),
@@ -551,13 +553,170 @@ async def test_a_filed_dispute_shows_in_the_report_at_its_positions(
         imported_version + 1,
         catch["line"] + 1,
     )
-    assert (shown["by"], shown["target"], shown["status"]) == ("bob", "ann", "open")
+    assert (shown["filer"], shown["by"], shown["target"], shown["status"]) == ("bob", None, "ann", "open")
 
     code, out, _ = await cli(capsys, "verify", "--game", game_id, "--database-url", database_url)
     assert code == 0
     [line] = [line for line in out.splitlines() if dispute.filed.dispute_id in line]
     assert f"filed at position {imported_version + 1} by bob" in line
     assert f"uno-catch of ann at position {catch['line'] + 1}" in line and line.endswith("open")
+
+
+def _seat_options(by: int | None, target: int | None) -> list[str]:
+    return [
+        *(["--by", str(by)] if by is not None else []),
+        *(["--target", str(target)] if target is not None else []),
+    ]
+
+
+async def _adjudicated(
+    capsys: pytest.CaptureFixture[str], url: str, game_id: str, kind: str, position: int, options: list[str]
+) -> tuple[dict[str, Any], str]:
+    """``adjudicate KIND`` at ``position`` as JSON and as text."""
+    argv = ("adjudicate", kind, "--game", game_id, "--position", str(position), *options)
+    code, out, err = await cli(capsys, *argv, "--json", "--database-url", url)
+    assert code == 0, err
+    found: dict[str, Any] = json.loads(out)
+    code, text, err = await cli(capsys, *argv, "--database-url", url)
+    assert code == 0, err
+    return found, text
+
+
+def _assert_adjudicated(
+    found: dict[str, Any], text: str, game_id: str, kind: str, position: int, judged: disputed.Judged
+) -> None:
+    ruling = found["ruling"]
+    assert (found["position"], found["recorded"], found["mismatch"]) == (
+        position,
+        judged.recorded,
+        judged.mismatch,
+    )
+    assert (ruling["kind"], ruling["by"], ruling["against"], ruling["verdict"], ruling["rule"]) == (
+        kind,
+        judged.by,
+        judged.against,
+        judged.verdict,
+        judged.rule,
+    )
+    assert ruling.get("reason") == judged.reason
+    lines = text.splitlines()
+    if judged.recorded:
+        assert lines[0] == f"game {game_id}: the {kind} recorded at position {position}"
+    else:
+        assert lines[0] == (
+            f"game {game_id}: the {kind} described, as made right after position {position} "
+            "(none is recorded there)"
+        )
+    assert (lines[1] == f"  NOT AS NAMED: {judged.mismatch}") is (judged.mismatch is not None)
+    why = f" ({judged.reason})" if judged.reason else ""
+    assert f"  verdict: {judged.verdict}{why}" in lines and f"  rule: {judged.rule}" in lines
+    assert f"  by {judged.by} against {judged.against}" in lines
+
+
+async def _import_text(capsys: pytest.CaptureFixture[str], url: str, path: Path, text: str) -> str:
+    path.write_text(text, encoding="utf-8")
+    code, out, err = await cli(capsys, "import", str(path), "--json", "--database-url", url)
+    assert code == 0, err
+    game_id: str = json.loads(out)["game_id"]
+    return game_id
+
+
+@pytest.mark.parametrize(
+    ("by", "target"), list(disputed.CATCH_NAMES.values()), ids=list(disputed.CATCH_NAMES)
+)
+@pytest.mark.parametrize("verdict", ["penalty", "no-penalty"])
+@pytest.mark.parametrize("recorded", [True, False], ids=["recorded", "not-recorded"])
+async def test_adjudicate_catch_judges_the_recorded_catch_and_describes_only_when_none_is(
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+    tmp_path: Path,
+    recorded: bool,
+    verdict: str,
+    by: int | None,
+    target: int | None,
+) -> None:
+    game_id = await _import_text(
+        capsys, database_url, tmp_path / "catch.jsonl", disputed.catch_record(verdict)
+    )
+    position = disputed.CATCH_POSITION if recorded else disputed.CATCH_PLAY_POSITION
+
+    found, text = await _adjudicated(
+        capsys, database_url, game_id, "catch", position, _seat_options(by, target)
+    )
+
+    names = next(name for name, named in disputed.CATCH_NAMES.items() if named == (by, target))
+    judged = disputed.judged_catch(verdict, recorded, names)
+    _assert_adjudicated(found, text, game_id, "uno-catch", position, judged)
+
+
+@pytest.mark.parametrize("by", list(disputed.CHALLENGE_NAMES.values()), ids=list(disputed.CHALLENGE_NAMES))
+@pytest.mark.parametrize("verdict", ["upheld", "failed"])
+@pytest.mark.parametrize("recorded", [True, False], ids=["recorded", "not-recorded"])
+async def test_adjudicate_challenge_judges_the_recorded_challenge_and_describes_only_when_none_is(
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+    tmp_path: Path,
+    recorded: bool,
+    verdict: str,
+    by: int | None,
+) -> None:
+    text = disputed.challenge_record(verdict)
+    game_id = await _import_text(capsys, database_url, tmp_path / "challenge.jsonl", text)
+    position = disputed.CHALLENGE_POSITION if recorded else disputed.WD4_POSITION
+
+    found, text = await _adjudicated(
+        capsys, database_url, game_id, "challenge", position, _seat_options(by, None)
+    )
+
+    names = next(name for name, named in disputed.CHALLENGE_NAMES.items() if named == by)
+    judged = disputed.judged_challenge(verdict, recorded, names)
+    _assert_adjudicated(found, text, game_id, "wd4-challenge", position, judged)
+
+
+async def test_the_report_says_which_catch_a_dispute_ruling_judged(
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str, tmp_path: Path
+) -> None:
+    game_id = await _import_text(
+        capsys, database_url, tmp_path / "catch.jsonl", disputed.catch_record("penalty")
+    )
+    auditor = Auditor(store)
+    rulings = {}
+    for position in (disputed.CATCH_POSITION, disputed.CATCH_PLAY_POSITION):
+        filed = await auditor.file_dispute(
+            game_id,
+            seat=disputed.ANN,
+            kind=DisputeKind.UNO_CATCH,
+            position=position,
+            by=disputed.CY,
+            target=None,
+            claim="cy caught me, not bob",
+            command_id=str(uuid.uuid4()),
+            request_hash=str(position).encode(),
+        )
+        ruled = await auditor.rule_on_dispute(
+            game_id, filed.filed.dispute_id, note="", command_id=str(uuid.uuid4()), request_hash=b"rule"
+        )
+        rulings[position] = ruled
+
+    code, out, err = await cli(capsys, "verify", "--game", game_id, "--database-url", database_url)
+
+    assert code == 0, err
+    recorded, described = (
+        next(line.strip() for line in out.splitlines() if rulings[position].filed.dispute_id in line)
+        for position in (disputed.CATCH_POSITION, disputed.CATCH_PLAY_POSITION)
+    )
+    at = disputed.CATCH_POSITION
+    assert recorded.endswith(
+        f"by ann: uno-catch by cy at position {at}: 'cy caught me, not bob'; ruled at position "
+        f"{rulings[at].ruled_at} on the uno-catch recorded at position {at}: penalty [uno.catch], by bob "
+        f"against ann; NOT AS NAMED: by cy named, but the uno-catch recorded at position {at} is by bob "
+        "against ann"
+    )
+    at = disputed.CATCH_PLAY_POSITION
+    assert described.endswith(
+        f"ruled at position {rulings[at].ruled_at} on the uno-catch described, as made right after position "
+        f"{at} (none is recorded there): penalty [uno.catch], by cy against ann"
+    )
 
 
 async def test_an_adjudication_that_cannot_be_made_exits_2(

@@ -66,7 +66,9 @@ def _position(value: int) -> int:
     return value
 
 
-def _ruling(ruling: dict[str, Any], kind: DisputeKind, position: int, recorded: bool) -> pb.Ruling:
+def _ruling(
+    ruling: dict[str, Any], kind: DisputeKind, position: int, recorded: bool, mismatch: str | None
+) -> pb.Ruling:
     return pb.Ruling(
         kind=KIND_VALUES[kind.value],
         verdict=ruling["verdict"],
@@ -77,6 +79,7 @@ def _ruling(ruling: dict[str, Any], kind: DisputeKind, position: int, recorded: 
         position=position,
         recorded=recorded,
         evidence=_struct(ruling["evidence"]),
+        mismatch=mismatch or "",
     )
 
 
@@ -96,6 +99,8 @@ def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
     )
     if filed.target is not None:
         out.target = filed.target
+    if filed.by is not None:
+        out.by = filed.by
     ruled = dispute.ruling
     if ruled is not None:
         out.note = ruled.note
@@ -112,6 +117,7 @@ def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
                 kind,
                 ruled.position,
                 ruled.recorded,
+                ruled.mismatch,
             )
         )
     return out
@@ -187,7 +193,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             by=request.by if request.HasField("by") else None,
             target=request.target if request.HasField("target") else None,
         )
-        return _ruling(found.ruling, kind, found.position, found.recorded)
+        return _ruling(found.ruling, kind, found.position, found.recorded, found.mismatch)
 
     @_answering
     async def AdjudicateCatch(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
@@ -219,6 +225,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             seat=seat,
             kind=kind,
             position=position,
+            by=request.by if request.HasField("by") else None,
             target=request.target if request.HasField("target") else None,
             claim=request.claim,
             command_id=command_id,

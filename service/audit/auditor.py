@@ -227,12 +227,18 @@ class Auditor:
         seat: int,
         kind: DisputeKind,
         position: int,
+        by: int | None,
         target: int | None,
         claim: str,
         command_id: str,
         request_hash: bytes,
     ) -> Dispute:
-        """Record ``seat``'s dispute about the ``kind`` at ``position``; the dispute as filed."""
+        """Record ``seat``'s dispute about the ``kind`` at ``position``; the dispute as filed.
+
+        ``by`` and ``target`` are the catcher (challenger) and the caught player the dispute names, if
+        any: they describe the catch to judge when the log holds none at ``position``
+        (:meth:`rule_on_dispute`). ``seat`` is only who filed it.
+        """
         claim = claim.strip()
         if not 1 <= len(claim) <= MAX_CLAIM or "\x00" in claim:
             raise Refused("invalid", f"say what is disputed in 1 to {MAX_CLAIM} characters", "claim")
@@ -242,13 +248,14 @@ class Auditor:
             players = len(log.players)
             if not 0 <= seat < players:
                 raise Refused("invalid", f"seats are 0 to {players - 1}, not {seat}", "as_seat")
-            if target is not None and not 0 <= target < players:
-                raise Refused("invalid", f"seats are 0 to {players - 1}, not {target}", "target")
+            for field, named in (("by", by), ("target", target)):
+                if named is not None and not 0 <= named < players:
+                    raise Refused("invalid", f"seats are 0 to {players - 1}, not {named}", field)
             if not 1 <= position <= log.version:
                 raise Refused(
                     "invalid", f"the game's positions are 1 to {log.version}, not {position}", "position"
                 )
-            return [DisputeFiled(dispute_id, seat, kind.value, position, target, claim)]
+            return [DisputeFiled(dispute_id, seat, kind.value, position, target, claim, by=by)]
 
         log, _ = await self._append(game_id, command_id, request_hash, decide)
         return _find_dispute(log, dispute_id)
@@ -256,7 +263,13 @@ class Auditor:
     async def rule_on_dispute(
         self, game_id: str, dispute_id: str, *, note: str, command_id: str, request_hash: bytes
     ) -> Dispute:
-        """Adjudicate an open dispute and record the ruling; the dispute with its ruling."""
+        """Adjudicate an open dispute and record the ruling; the dispute with its ruling.
+
+        The catch or challenge the log holds at the disputed position is judged, whoever filed the
+        dispute; the one it describes (its ``by`` and ``target``, never the filer's seat) only when the
+        log holds none there (:func:`stored_game.adjudicate`). The ruling says which, and where the
+        dispute's names differ from the recorded one.
+        """
         if len(note) > MAX_CLAIM or "\x00" in note:
             raise Refused("invalid", f"a note has at most {MAX_CLAIM} characters", "note")
 
@@ -269,11 +282,7 @@ class Auditor:
             filed = dispute.filed
             try:
                 found = adjudicate(
-                    log,
-                    DisputeKind(filed.kind),
-                    filed.position,
-                    by=filed.seat if filed.kind == "uno-catch" else None,
-                    target=filed.target,
+                    log, DisputeKind(filed.kind), filed.position, by=filed.by, target=filed.target
                 )
             except AdjudicationError as bad:
                 raise Refused("precondition", f"the dispute cannot be adjudicated: {bad}") from None
@@ -290,6 +299,7 @@ class Auditor:
                     found.recorded,
                     ruling["evidence"],
                     note,
+                    found.mismatch,
                 )
             ]
 

@@ -14,6 +14,9 @@ models and the verifier's replay step over them (:data:`AUDIT_TYPES`).
   one event each (so line *n* is at position *n* + 1, and the export gives back the same bytes).
 
 Payloads are plain JSON objects of the fields below (no floats: ``jsonb`` must give back what was hashed).
+A field added to an entry later gets a default, and a stored payload written before it existed lacks it:
+:func:`decode_entry` reads such a field as its default (:func:`service.codec.required_fields`), so the
+games already stored keep decoding (and their hash chain covers their payloads as stored).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from service.codec import required_fields
 
 
 class DisputeKind(enum.Enum):
@@ -36,8 +41,11 @@ class DisputeKind(enum.Enum):
 class DisputeFiled:
     """``seat`` disputes the ``kind`` at ``position`` (a position of the same stream, before this entry).
 
-    ``target`` is the player the dispute is about when it names one (the player who should have been
-    caught); ``claim`` is the player's own words.
+    ``seat`` only says who filed: the ruling judges the catch or challenge the log holds at ``position``,
+    whoever disputes it. ``by`` (the catcher, the challenger) and ``target`` (the player who should have
+    been caught) describe the one the dispute is about, when it names them: they are what is judged when
+    the log holds none at ``position``. ``claim`` is the player's own words. ``by`` came later than the
+    other fields: a filing stored before it decodes with ``by`` = ``None``.
     """
 
     dispute_id: str
@@ -46,16 +54,20 @@ class DisputeFiled:
     position: int
     target: int | None
     claim: str
+    by: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class DisputeRuled:
     """The adjudicator's ruling on dispute ``dispute_id``: the verifier's verdict, rule and evidence.
 
-    ``recorded`` says whether the disputed catch or challenge is in the log (else it was judged as made
-    right after ``position``); ``evidence`` is the ruling's evidence as the game's report gives it
-    (positions, the hand, the colour); ``note`` is the adjudicator's remark, if any. A ruling records
-    the verdict; it does not rewrite the game.
+    ``recorded`` says which was judged: the catch or challenge the log holds at ``position`` (true), or,
+    the log holding none there, the one the dispute describes, as made right after ``position``.
+    ``mismatch`` says, in words, where the dispute's ``by`` or ``target`` differ from the recorded one
+    that was judged instead (``None``: they agree, or named nothing; rulings stored before the field
+    existed decode with ``None``). ``evidence`` is the ruling's evidence as the game's report gives it
+    (positions, the hand, the colour); ``note`` is the adjudicator's remark, if any. A ruling records the
+    verdict; it does not rewrite the game.
     """
 
     dispute_id: str
@@ -68,6 +80,7 @@ class DisputeRuled:
     recorded: bool
     evidence: dict[str, Any]
     note: str
+    mismatch: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +130,20 @@ def encode_entry(entry: Entry) -> tuple[str, dict[str, Any]]:
 
 
 def decode_entry(kind: str, payload: Mapping[str, Any]) -> Entry:
-    """The entry of type ``kind`` with ``payload``; raises ``ValueError`` if it does not fit."""
+    """The entry of type ``kind`` with ``payload``; raises ``ValueError`` if it does not fit.
+
+    A field with a default may be missing (:func:`service.codec.required_fields`: a payload stored before
+    the field was added); it takes its default. Any other missing field, or one the entry lacks, is refused.
+    """
     cls = ENTRY_TYPES.get(kind)
     if cls is None:
         raise ValueError(f"{kind!r} is not an audit entry")
     names = {f.name for f in dataclasses.fields(cls)}
-    if set(payload) != names:
-        raise ValueError(f"a {kind} entry has the fields {sorted(names)}, not {sorted(payload)}")
+    required = required_fields(cls)
+    if not required <= set(payload) <= names:
+        raise ValueError(
+            f"a {kind} entry has the fields {sorted(names)} (only {sorted(names - required)} may be "
+            f"missing), not {sorted(payload)}"
+        )
     entry: Entry = cls(**payload)
     return entry

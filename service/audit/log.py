@@ -96,18 +96,22 @@ class Dispute:
     ruling: DisputeRuled | None = None
 
     def to_json(self, players: Sequence[str]) -> dict[str, Any]:
+        """The dispute as a report lists it: ``filer`` is who filed it; ``by`` and ``target`` are the
+        catcher (challenger) and the caught player it names, if any, as in the rulings. Seats are given
+        by name (a seat the names do not cover: the filer's number, else ``None``)."""
         filed = self.filed
+
+        def named(seat: int | None) -> str | None:
+            return players[seat] if seat is not None and 0 <= seat < len(players) else None
+
         return {
             "dispute_id": filed.dispute_id,
             "filed_at": self.filed_at,
-            "by": players[filed.seat] if 0 <= filed.seat < len(players) else filed.seat,
+            "filer": named(filed.seat) or filed.seat,
             "kind": filed.kind,
             "position": filed.position,
-            "target": (
-                players[filed.target]
-                if filed.target is not None and 0 <= filed.target < len(players)
-                else None
-            ),
+            "by": named(filed.by),
+            "target": named(filed.target),
             "claim": filed.claim,
             "status": "ruled" if self.ruling is not None else "open",
             "ruled_at": self.ruled_at,

@@ -12,9 +12,9 @@ reference given as a position of the game's stream, plus
 * ``projections`` — the read models' cross-check, when the caller ran it;
 * ``disputes`` — every dispute filed and its ruling.
 
-:func:`adjudicate` rules on one catch or challenge at a position: the one recorded there, or one that
-was attempted there and never made it into the log (a live game refuses an invalid catch; a dispute
-says it was attempted).
+:func:`adjudicate` rules on one catch or challenge at a position: the one recorded there, whoever asks;
+only when the log holds none there, the one the caller describes, as attempted right after the position
+and never written down (a live game refuses an invalid catch; a dispute says it was attempted).
 
 Everything here is pure: the caller reads the stream (and the secret seed, if it may) and passes them in.
 """
@@ -26,7 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.codec import encode_event
+from service.rules.commands import Catch
+from service.rules.decide import catch_reason
 from service.rules.events import Event
+from service.rules.state import State
 from service.rules.violations import Rule
 from service.store import StoredEvent
 
@@ -253,11 +256,18 @@ def _seed_section(
 
 @dataclass(frozen=True, slots=True)
 class Adjudication:
-    """A ruling on one catch or challenge of a stored game, with where it stands in the log."""
+    """A ruling on one catch or challenge of a stored game, with where it stands in the log.
+
+    ``recorded`` says which was judged: the catch or challenge the log holds at ``position`` (true), or,
+    the log holding none there, the one the caller described, as made right after ``position``.
+    ``mismatch`` says in words where the ``by`` or ``target`` the caller named differ from what was
+    judged (``None`` when they agree or named nothing), so that nothing named is dropped unsaid.
+    """
 
     position: int
-    recorded: bool  # the catch or challenge is in the log; otherwise it was attempted, not recorded
+    recorded: bool
     ruling: dict[str, Any]
+    mismatch: str | None
 
 
 def adjudicate(
@@ -265,11 +275,16 @@ def adjudicate(
 ) -> Adjudication:
     """Rule on the ``kind`` at ``position`` of ``log`` (see the module docstring).
 
-    When the log holds a catch (a challenge) at ``position``, that one is judged; otherwise one made right
-    after ``position`` is: a catch by ``by`` of ``target`` (default: the player whose UNO window is open,
-    or who holds one card; by anyone else), a challenge by ``by`` (default: the Wild Draw Four's victim).
-    Raises :class:`AdjudicationError` for a position outside the log or a game that cannot be followed
-    that far.
+    When the log holds a catch (a challenge) at ``position``, that one is judged, whoever asks and
+    whatever ``by`` and ``target`` say: a dispute is about what happened at the table, and the log is the
+    record of it. Only when the log holds none there is the one ``by`` and ``target`` describe judged, as
+    made right after ``position``: a catch by ``by`` of ``target`` (default: a player whose UNO window is
+    open, else one holding one card; by anyone else), a challenge by ``by`` (default: the Wild Draw Four's
+    victim; a challenge is against the card's player, so ``target`` is only compared). Named seats that
+    differ from what was judged are reported in :attr:`Adjudication.mismatch`.
+
+    Raises :class:`AdjudicationError` for a seat or position outside the game, or a game that cannot be
+    followed that far.
     """
     if not 1 <= position <= log.version:
         raise AdjudicationError("position", f"the game's positions are 1 to {log.version}, not {position}")
@@ -283,29 +298,48 @@ def adjudicate(
     if line is None:
         raise AdjudicationError("position", f"position {position} is not part of the game")
     recorded = _recorded_action(logged, line, kind)
-    if recorded is not None and _matches(recorded, names, by, target):
+    if recorded is not None:
         replay = _replay_to(logged, line - 1)
-        ruling = replay.rule_on(recorded)
-        return _adjudication(logged, replay, ruling, line, position, recorded=True)
-    replay = _replay_to(logged, line)
+        judged, at, where = recorded, line, f"recorded at position {position}"
+    else:
+        replay = _replay_to(logged, line)
+        judged = _described(replay, kind, names, last_line(record) + 1, by, target)
+        at, where = judged.line, f"made right after position {position}"
+    found = _adjudication(logged, replay.rule_on(judged), at, position)
+    return Adjudication(position, recorded is not None, found, _mismatch(found, names, by, target, where))
+
+
+def _described(
+    replay: Replay, kind: DisputeKind, names: tuple[str, ...], line: int, by: int | None, target: int | None
+) -> Action:
+    """The catch or challenge ``by`` and ``target`` describe, as record line ``line`` (past the record),
+    with the defaults of :func:`adjudicate` for what they leave out."""
     state = replay.state
     assert state is not None
-    synthetic = last_line(record) + 1
-    if kind is DisputeKind.UNO_CATCH:
-        if target is None:
-            holding_one = [seat for seat, hand in enumerate(state.hands) if len(hand) == 1 and seat != by]
-            target = state.exposed if state.exposed is not None else next(iter(holding_one), None)
-        if target is None:
-            target = state.turn if by != state.turn else (state.turn + 1) % len(names)
-        if by is None:
-            by = (target + 1) % len(names)
-        action = Action(line=synthetic, by=names[by], kind=ActionKind.CATCH, target=names[target])
-    else:
+    if kind is DisputeKind.WD4_CHALLENGE:
         if by is None:  # the last Wild Draw Four's victim
             by = state.turn if replay.wd4_victim is None else replay.wd4_victim
-        action = Action(line=synthetic, by=names[by], kind=ActionKind.CHALLENGE)
-    ruling = replay.rule_on(action)
-    return _adjudication(logged, replay, ruling, synthetic, position, recorded=False)
+        return Action(line=line, by=names[by], kind=ActionKind.CHALLENGE)
+    if target is None:
+        target = _catchable(state, by)
+    if by is None:
+        by = (target + 1) % len(names)
+    return Action(line=line, by=names[by], kind=ActionKind.CATCH, target=names[target])
+
+
+def _catchable(state: State, by: int | None) -> int:
+    """Whom a catch by ``by`` (anyone, if ``None``) that names no one is about: a player whose UNO
+    window is open (the rules engine would penalise them), else one holding a single card, else the
+    player whose turn it is (or the next, if that is ``by``), never ``by`` when another will do."""
+    players = len(state.hands)
+
+    def catcher(seat: int) -> int:
+        return (seat + 1) % players if by is None else by
+
+    others = [seat for seat in range(players) if seat != by]
+    exposed = [seat for seat in others if catch_reason(state, Catch(catcher(seat), seat)) is None]
+    holding_one = [seat for seat in others if len(state.hands[seat]) == 1]
+    return next(iter(exposed + holding_one), state.turn if by != state.turn else (state.turn + 1) % players)
 
 
 def _recorded_action(logged: LoggedRecord, line: int, kind: DisputeKind) -> Action | None:
@@ -317,8 +351,21 @@ def _recorded_action(logged: LoggedRecord, line: int, kind: DisputeKind) -> Acti
     return None
 
 
-def _matches(action: Action, names: tuple[str, ...], by: int | None, target: int | None) -> bool:
-    return (by is None or action.by == names[by]) and (target is None or action.target == names[target])
+def _mismatch(
+    ruling: dict[str, Any], names: tuple[str, ...], by: int | None, target: int | None, where: str
+) -> str | None:
+    """Where the named ``by`` and ``target`` differ from the ruling's, in words (``None``: nowhere)."""
+    named = [
+        f"{role} {names[seat]}"
+        for role, seat, judged in (("by", by, ruling["by"]), ("target", target, ruling["against"]))
+        if seat is not None and names[seat] != judged
+    ]
+    if not named:
+        return None
+    return (
+        f"{' and '.join(named)} named, but the {ruling['kind']} {where} is by {ruling['by']} "
+        f"against {ruling['against'] or 'nobody'}"
+    )
 
 
 def _replay_to(logged: LoggedRecord, line: int) -> Replay:
@@ -334,9 +381,9 @@ def _replay_to(logged: LoggedRecord, line: int) -> Replay:
     return replay
 
 
-def _adjudication(
-    logged: LoggedRecord, replay: Replay, ruling: Ruling | None, line: int, position: int, *, recorded: bool
-) -> Adjudication:
+def _adjudication(logged: LoggedRecord, ruling: Ruling | None, line: int, position: int) -> dict[str, Any]:
+    """``ruling`` (judged at record line ``line``) as the report gives it, ``line`` standing at
+    ``position``."""
     if ruling is None:
         raise AdjudicationError(
             "position", f"the game cannot be followed to position {position}", invalid=False
@@ -345,4 +392,4 @@ def _adjudication(
     def place(n: int) -> int:
         return position if n == line else logged.position(n)
 
-    return Adjudication(position, recorded, ruling.to_json(place, "position"))
+    return ruling.to_json(place, "position")

@@ -29,6 +29,7 @@ async def test_the_read_models_step_over_the_audit_trail(store: EventStore, data
         seat=1,
         kind=DisputeKind.UNO_CATCH,
         position=10,
+        by=None,
         target=0,
         claim="I called it",
         command_id=str(uuid.uuid4()),

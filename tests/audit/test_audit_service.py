@@ -310,20 +310,29 @@ async def test_dispute_filings_are_checked(server: RunningServer, stub: Any, aud
         grpc.StatusCode.INVALID_ARGUMENT,
         field="claim",
     )
-    await fails_with(
-        audit.FileDispute(filing(target=5), metadata=game.seat(0)),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        field="target",
-    )
+    # Two players: seats 0 and 1. A named catcher is checked like a named target.
+    for field in ("target", "by"):
+        for seat in (2, 5, -1, 2**31 - 1, -(2**31)):
+            await fails_with(
+                audit.FileDispute(filing(**{field: seat}), metadata=game.seat(0)),
+                grpc.StatusCode.INVALID_ARGUMENT,
+                field=field,
+            )
+        await fails_with(
+            audit.FileDispute(filing(**{field: 9}, as_seat=0), metadata=ADMIN),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            field=field,
+        )
     await fails_with(
         audit.FileDispute(filing(), metadata=ADMIN), grpc.StatusCode.INVALID_ARGUMENT, field="as_seat"
     )
     assert await server.store.stream_version(game.game_id) == 1  # nothing appended
 
-    request = filing()
+    request = filing(by=1, target=0)
     first = await audit.FileDispute(request, metadata=game.seat(0))
     again = await audit.FileDispute(request, metadata=game.seat(0))
     assert again.dispute_id == first.dispute_id
+    assert (first.seat, first.by, first.target) == (0, 1, 0)
     assert await server.store.stream_version(game.game_id) == 2  # filed once
     await fails_with(
         audit.RuleOnDispute(

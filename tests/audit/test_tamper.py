@@ -189,6 +189,7 @@ async def test_a_dispute_entry_edited_out_of_shape_is_reported(
         seat=0,
         kind=DisputeKind.UNO_CATCH,
         position=5,
+        by=None,
         target=1,
         claim="caught too late",
         command_id="dispute-1",

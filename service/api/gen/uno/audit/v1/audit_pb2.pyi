@@ -60,7 +60,7 @@ class AdjudicateRequest(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., position: _Optional[int] = ..., by: _Optional[int] = ..., target: _Optional[int] = ...) -> None: ...
 
 class Ruling(_message.Message):
-    __slots__ = ("kind", "verdict", "rule", "reason", "by", "against", "position", "recorded", "evidence")
+    __slots__ = ("kind", "verdict", "rule", "reason", "by", "against", "position", "recorded", "evidence", "mismatch")
     KIND_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     RULE_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class Ruling(_message.Message):
     POSITION_FIELD_NUMBER: _ClassVar[int]
     RECORDED_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    MISMATCH_FIELD_NUMBER: _ClassVar[int]
     kind: DisputeKind
     verdict: str
     rule: str
@@ -79,10 +80,11 @@ class Ruling(_message.Message):
     position: int
     recorded: bool
     evidence: _struct_pb2.Struct
-    def __init__(self, kind: _Optional[_Union[DisputeKind, str]] = ..., verdict: _Optional[str] = ..., rule: _Optional[str] = ..., reason: _Optional[str] = ..., by: _Optional[str] = ..., against: _Optional[str] = ..., position: _Optional[int] = ..., recorded: _Optional[bool] = ..., evidence: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    mismatch: str
+    def __init__(self, kind: _Optional[_Union[DisputeKind, str]] = ..., verdict: _Optional[str] = ..., rule: _Optional[str] = ..., reason: _Optional[str] = ..., by: _Optional[str] = ..., against: _Optional[str] = ..., position: _Optional[int] = ..., recorded: _Optional[bool] = ..., evidence: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., mismatch: _Optional[str] = ...) -> None: ...
 
 class FileDisputeRequest(_message.Message):
-    __slots__ = ("game_id", "command_id", "kind", "position", "target", "claim", "as_seat")
+    __slots__ = ("game_id", "command_id", "kind", "position", "target", "claim", "as_seat", "by")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -90,6 +92,7 @@ class FileDisputeRequest(_message.Message):
     TARGET_FIELD_NUMBER: _ClassVar[int]
     CLAIM_FIELD_NUMBER: _ClassVar[int]
     AS_SEAT_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     command_id: str
     kind: DisputeKind
@@ -97,10 +100,11 @@ class FileDisputeRequest(_message.Message):
     target: int
     claim: str
     as_seat: int
-    def __init__(self, game_id: _Optional[str] = ..., command_id: _Optional[str] = ..., kind: _Optional[_Union[DisputeKind, str]] = ..., position: _Optional[int] = ..., target: _Optional[int] = ..., claim: _Optional[str] = ..., as_seat: _Optional[int] = ...) -> None: ...
+    by: int
+    def __init__(self, game_id: _Optional[str] = ..., command_id: _Optional[str] = ..., kind: _Optional[_Union[DisputeKind, str]] = ..., position: _Optional[int] = ..., target: _Optional[int] = ..., claim: _Optional[str] = ..., as_seat: _Optional[int] = ..., by: _Optional[int] = ...) -> None: ...
 
 class Dispute(_message.Message):
-    __slots__ = ("dispute_id", "game_id", "filed_at", "ruled_at", "seat", "kind", "position", "target", "claim", "status", "ruling", "note")
+    __slots__ = ("dispute_id", "game_id", "filed_at", "ruled_at", "seat", "kind", "position", "target", "claim", "status", "ruling", "note", "by")
     DISPUTE_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     FILED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -113,6 +117,7 @@ class Dispute(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     RULING_FIELD_NUMBER: _ClassVar[int]
     NOTE_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
     dispute_id: str
     game_id: str
     filed_at: int
@@ -125,7 +130,8 @@ class Dispute(_message.Message):
     status: str
     ruling: Ruling
     note: str
-    def __init__(self, dispute_id: _Optional[str] = ..., game_id: _Optional[str] = ..., filed_at: _Optional[int] = ..., ruled_at: _Optional[int] = ..., seat: _Optional[int] = ..., kind: _Optional[_Union[DisputeKind, str]] = ..., position: _Optional[int] = ..., target: _Optional[int] = ..., claim: _Optional[str] = ..., status: _Optional[str] = ..., ruling: _Optional[_Union[Ruling, _Mapping]] = ..., note: _Optional[str] = ...) -> None: ...
+    by: int
+    def __init__(self, dispute_id: _Optional[str] = ..., game_id: _Optional[str] = ..., filed_at: _Optional[int] = ..., ruled_at: _Optional[int] = ..., seat: _Optional[int] = ..., kind: _Optional[_Union[DisputeKind, str]] = ..., position: _Optional[int] = ..., target: _Optional[int] = ..., claim: _Optional[str] = ..., status: _Optional[str] = ..., ruling: _Optional[_Union[Ruling, _Mapping]] = ..., note: _Optional[str] = ..., by: _Optional[int] = ...) -> None: ...
 
 class RuleOnDisputeRequest(_message.Message):
     __slots__ = ("game_id", "dispute_id", "command_id", "note")
