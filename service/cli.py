@@ -191,9 +191,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="the position in the game's log (line n of an imported record is position n + 1)",
     )
     adjudicate.add_argument(
-        "--by", type=_bounded(0, MAX_SEAT), metavar="SEAT", help="the seat that catches or challenges"
+        "--by",
+        type=_bounded(0, MAX_SEAT),
+        metavar="SEAT",
+        help="the seat that catches or challenges, when none is recorded at the position (else only compared)",
     )
-    adjudicate.add_argument("--target", type=_bounded(0, MAX_SEAT), metavar="SEAT", help="the seat caught")
+    adjudicate.add_argument(
+        "--target",
+        type=_bounded(0, MAX_SEAT),
+        metavar="SEAT",
+        help="the seat caught, when no catch is recorded at the position (else only compared)",
+    )
     adjudicate.add_argument("--json", action="store_true", help="print the ruling as one JSON object")
     _stored_games_database(adjudicate)
 

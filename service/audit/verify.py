@@ -362,7 +362,12 @@ class Replay:
         events = self.judge_and_apply(line, command)
         flips = (action.flip,) if action.flip else None
         self.check_pile(
-            line, events, action.cards, action.fired, flips, action.reshuffles,
+            line,
+            events,
+            action.cards,
+            action.fired,
+            flips,
+            action.reshuffles,
             own_press=kind is ActionKind.PRESS,
         )
         if (

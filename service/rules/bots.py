@@ -24,7 +24,6 @@ from .state import State
 COLOURS = tuple(Colour)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Habits:
     """How a bot behaves at the table, as probabilities."""
@@ -137,9 +136,11 @@ class SensibleBot(RandomBot):
     def act(self, state: State) -> Command:
         seat = state.turn
         drawn = state.drawn
-        if state.awaiting is Awaiting.DRAWN and drawn is not None and drawn.face is Face.WILD_DRAW_FOUR:
-            if not self._wd4_legal(state, seat):
-                return Pass(seat)  # no bluffing with a drawn Wild Draw Four either
+        drawn_wd4 = (
+            state.awaiting is Awaiting.DRAWN and drawn is not None and drawn.face is Face.WILD_DRAW_FOUR
+        )
+        if drawn_wd4 and not self._wd4_legal(state, seat):
+            return Pass(seat)  # no bluffing with a drawn Wild Draw Four either
         return super().act(state)
 
     def turn(self, state: State, seat: int) -> Command:
