@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--by",
         type=_bounded(0, MAX_SEAT),
         metavar="SEAT",
-        help="the seat that catches or challenges, when none is recorded at the position (else only compared)",
+        help="the seat that catches or challenges, when none is recorded at the position (else compared)",
     )
     adjudicate.add_argument(
         "--target",
