@@ -23,8 +23,8 @@
      and compares every stored event with the replay's;
    * **baseline (a), fold**: :func:`service.rules.state.fold` of every game's decoded events, in memory;
    * **baseline (b), raw replay of the stored form**: per event ``json.loads`` of its payload text (the
-     JSON of :func:`service.codec.encode_event`, prepared beforehand) and
-     :func:`service.codec.decode_event`, then ``fold`` of the decoded events.
+     JSON of :func:`service.catalogue.encode`, prepared beforehand) and
+     :func:`service.catalogue.decode_event`, then ``fold`` of the decoded events.
 
    The baselines only evolve the state from trusted events; the verifier also decides every command
    again (legality, judging catches and challenges, checking every card against the seed).
@@ -72,7 +72,7 @@ from service.audit.auditor import Auditor
 from service.audit.export import record_from_game
 from service.audit.record import read_record_file, write_record
 from service.audit.verify import verify_record
-from service.codec import decode_event, encode_event
+from service.catalogue import decode_event, encode
 from service.rules.events import GameCreated
 from service.rules.options import Variant
 from service.rules.simulate import SimulatedGame, play_game
@@ -279,7 +279,7 @@ async def measure(args: argparse.Namespace, url: str, described: dict[str, Any])
     events = sum(len(game.events) for game in games)
     commands = sum(len(game.steps) for game in games)
     played = time.perf_counter() - started
-    encoded = [[(kind, json.dumps(payload)) for kind, payload in map(encode_event, g.events)] for g in games]
+    encoded = [[(kind, json.dumps(payload)) for kind, payload in map(encode, g.events)] for g in games]
     runs: dict[str, list[dict[str, float]]] = {path: [] for path in PATHS}
     with tempfile.TemporaryDirectory(prefix="uno-bench-verify-") as folder:
         paths = write_files(games, Path(folder))

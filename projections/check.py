@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.codec import EVENT_TYPES, CodecError, decode_event
+from service.catalogue import GAME_TYPES, decode_event
+from service.codec import CodecError
 from service.rules.events import GameCreated
 from service.rules.state import State, evolve, new_state
 from service.store import Cursor, EventStore, cursor_of
@@ -87,7 +88,7 @@ def _fold(events: list[Any]) -> State | None:
     """The engine's state after ``events`` (stored events; types this build does not know are skipped)."""
     state: State | None = None
     for stored in events:
-        if stored.type not in EVENT_TYPES:
+        if stored.type not in GAME_TYPES:
             continue
         event = decode_event(stored.type, stored.payload)
         if isinstance(event, GameCreated):

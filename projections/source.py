@@ -30,8 +30,8 @@ import psycopg
 import structlog
 from psycopg import pq
 
-from service.audit.entries import AUDIT_TYPES
-from service.codec import EVENT_TYPES, CodecError, decode_event
+from service.catalogue import AUDIT_TYPES, GAME_TYPES, decode_event
+from service.codec import CodecError
 from service.rules.events import Event
 from service.store import Cursor
 
@@ -227,7 +227,7 @@ class Decoder:
 
     def _decode(self, kind: str | bytes, payload: str | bytes) -> Event | None:
         name = kind.decode() if isinstance(kind, bytes) else kind
-        if name not in EVENT_TYPES:
+        if name not in GAME_TYPES:
             if name in AUDIT_TYPES:
                 return None  # disputes, rulings and imported records are the log's, not a game's
             if name not in self._unknown:

@@ -1,8 +1,11 @@
-"""Events and commands as plain JSON values, and back: the stored and wire form of the domain.
+"""Domain values as plain JSON values, and back: the one value codec of stored rows and wire payloads.
 
 Cards become their tokens (``"R7"``), enums their values (``"wd4.accept"``, ``"R"``), options their JSON
-object, bytes lowercase hex; tuples become lists. The shape of every payload therefore follows the event's
-dataclass fields one to one (see ``service/rules/events.py``), which keeps the log readable with plain SQL.
+object, bytes lowercase hex; tuples become lists. The shape of every payload therefore follows its
+dataclass's fields one to one (see ``service/rules/events.py``, ``service/audit/entries.py``), which keeps
+the log readable with plain SQL. :func:`decoder` reads such a payload back into its dataclass, driven by
+the type hints. Which stored name is which dataclass, and at which schema version, is
+:mod:`service.catalogue`'s to say.
 
 :func:`canonical` is the byte form the event store hashes into its chain: sorted keys, no spaces, UTF-8.
 """
@@ -18,25 +21,12 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from service.rules import commands as command_types
-from service.rules import events as event_types
 from service.rules.cards import Card
 from service.rules.options import Options, options_from_json
 
-EVENT_TYPES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in vars(event_types).values()
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == event_types.__name__
-}
-COMMAND_TYPES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in vars(command_types).values()
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == command_types.__name__
-}
-
 
 class CodecError(ValueError):
-    """A payload that does not describe an event (unknown type, missing field, wrong value)."""
+    """A payload that does not describe its dataclass (a missing or unknown field, a wrong value)."""
 
 
 def to_json(value: Any) -> Any:
@@ -58,21 +48,6 @@ def to_json(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
     raise TypeError(f"no JSON form for {type(value).__name__}")
-
-
-def encode_event(event: event_types.Event) -> tuple[str, dict[str, Any]]:
-    """``(type name, payload)`` of ``event``."""
-    payload = to_json(event)
-    assert isinstance(payload, dict)
-    return type(event).__name__, payload
-
-
-def decode_event(kind: str, payload: Mapping[str, Any]) -> event_types.Event:
-    """The event of type ``kind`` described by ``payload``; raises :class:`CodecError` if it does not fit."""
-    cls = EVENT_TYPES.get(kind)
-    if cls is None:
-        raise CodecError(f"unknown event type {kind!r}")
-    return typing.cast(event_types.Event, _decoder(cls)(payload))
 
 
 def canonical(kind: str, payload: Mapping[str, Any]) -> bytes:
@@ -102,7 +77,8 @@ def required_fields(cls: type) -> frozenset[str]:
 
 
 @cache
-def _decoder(cls: type) -> Decoder:
+def decoder(cls: type) -> Decoder:
+    """The function that reads a payload back into dataclass ``cls`` (raises :class:`CodecError`)."""
     hints = typing.get_type_hints(cls)
     required = required_fields(cls)
     fields = [(f.name, _for(hints[f.name]), f.name in required) for f in dataclasses.fields(cls)]
@@ -161,8 +137,21 @@ def _for(hint: Any) -> Decoder:
     if hint is str:
         return _str
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _decoder(hint)
+        return decoder(hint)
+    if hint is Any:
+        return _json_value
     raise TypeError(f"no decoder for {hint!r}")
+
+
+def _json_value(value: Any) -> Any:
+    """A free-form JSON value (an audit entry's evidence or outcome), kept as it is."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, list):
+        return [_json_value(item) for item in value]
+    if isinstance(value, Mapping):
+        return {_str(key): _json_value(item) for key, item in value.items()}
+    raise TypeError(f"{type(value).__name__} is not a JSON value here")
 
 
 def _first_fitting(decoders: list[Decoder], value: Any) -> Any:

@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from service.codec import CodecError, canonical, decode_event, encode_event
+from service.catalogue import decode_event
+from service.catalogue import encode as encode_event
+from service.codec import CodecError, canonical
 from service.rules import Variant, card
 from service.rules.events import CardPlayed, CardsTaken
 from service.rules.simulate import play_game

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import grpc
 
-from service.audit.entries import AUDIT_TYPES, RecordImported
-from service.codec import decode_event, encode_event
+from service.audit.entries import RecordImported
+from service.catalogue import decode_event, encode, split
 from service.rules.commands import Command, CreateGame
 from service.rules.decide import CommandError, create, execute
 from service.rules.events import Event, GameCreated
@@ -80,7 +80,7 @@ def stored_form(event: Event) -> NewEvent:
     """The event as the store keeps it: the secret seed of ``GameCreated`` is never written to the log."""
     if isinstance(event, GameCreated):
         event = dataclasses.replace(event, seed=None)
-    kind, payload = encode_event(event)
+    kind, payload = encode(event)
     return NewEvent(kind, payload)
 
 
@@ -121,14 +121,15 @@ class CommandHandler:
         return loaded
 
     def _apply(self, loaded: Loaded, events: Sequence[StoredEvent]) -> None:
+        # Rows a command of this server applied while the read was under way are already in the state.
+        fresh = [stored for stored in events if stored.version > loaded.version]
+        if not fresh:
+            return
         state = loaded.state
-        for stored in events:
-            if stored.version <= loaded.version:
-                continue  # a command of this server applied it while the read was under way
-            if stored.type not in AUDIT_TYPES:  # disputes and rulings are the log's, not the game's
-                state = evolve(state, decode_event(stored.type, stored.payload))
-            loaded.version, loaded.last_hash = stored.version, stored.hash
+        for _, event in split(fresh).game:  # disputes and rulings are the log's, not the game's
+            state = evolve(state, event)
         loaded.state = state
+        loaded.version, loaded.last_hash = fresh[-1].version, fresh[-1].hash
 
     def _remember(self, game_id: str, loaded: Loaded) -> None:
         self._cache[game_id] = loaded

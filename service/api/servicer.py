@@ -21,9 +21,10 @@ from projections import queries
 from projections.projector import read_lag
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.catalogue import type_name
 from service.rules import commands as cmd
 from service.rules.cards import Card, CardError, Colour
-from service.rules.events import Awaiting
+from service.rules.events import Awaiting, GameEnded
 from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
 from service.store import Cursor, EventStore
@@ -41,6 +42,8 @@ Context = grpc.aio.ServicerContext[Any, Any]
 MAX_ID = 128
 MAX_PAGE = 500
 COLOURS = {c.value: c for c in Colour}
+
+_GAME_ENDED = type_name(GameEnded)
 
 
 def valid_id(value: str, field: str) -> str:
@@ -349,7 +352,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 for event in await self.store.read_stream(game_id, after_version=after):
                     yield event_message(event, caller, players)
                     after = event.version
-                    if event.type == "GameEnded":
+                    if event.type == _GAME_ENDED:
                         return
                 await woken.wait_for_next(timeout=1.0)
 

@@ -19,6 +19,9 @@ from typing import Any
 from google.protobuf import struct_pb2, timestamp_pb2
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.audit.entries import DisputeRuled
+from service.catalogue import type_name
+from service.rules import events as ev
 from service.rules.events import Awaiting
 from service.rules.options import Variant
 from service.rules.state import State, deal
@@ -89,15 +92,15 @@ def _ruling(payload: Payload, caller: Caller, players: int) -> Payload:
 
 
 _REDACTIONS: dict[str, Callable[[Payload, Caller, int], Payload]] = {
-    "GameCreated": _created,
-    "RoundStarted": _round_started,
-    "CardDrawn": _own_cards("card"),
-    "CardsTaken": _own_cards("cards"),
-    "LauncherPressed": _own_cards("cards"),
-    "PileReshuffled": _pile,
-    "FlipReturned": _pile,
-    "Wd4Challenged": _challenge,
-    "DisputeRuled": _ruling,
+    type_name(ev.GameCreated): _created,
+    type_name(ev.RoundStarted): _round_started,
+    type_name(ev.CardDrawn): _own_cards("card"),
+    type_name(ev.CardsTaken): _own_cards("cards"),
+    type_name(ev.LauncherPressed): _own_cards("cards"),
+    type_name(ev.PileReshuffled): _pile,
+    type_name(ev.FlipReturned): _pile,
+    type_name(ev.Wd4Challenged): _challenge,
+    type_name(DisputeRuled): _ruling,
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 from psycopg import errors as pg_errors
 
+from service.catalogue import decode_entry, encode
 from service.rules.options import OptionError, make_options
 from service.store import CommandReused, EventStore, NewEvent, VersionConflict
 
@@ -32,8 +33,6 @@ from .entries import (
     RecordImported,
     RecordLine,
     SeedRevealed,
-    decode_entry,
-    encode_entry,
 )
 from .log import Dispute, GameLog, LogError, collect_disputes, export_text, record_sha256
 from .record import FORMAT, RecordError, read_record
@@ -369,7 +368,7 @@ class Auditor:
                 seat_token_hashes=seat_token_hashes(len(header.players)),
                 command_id=command_id,
                 request_hash=request_hash,
-                events=[NewEvent(*encode_entry(e)) for e in entries],
+                events=[NewEvent(*encode(e)) for e in entries],
                 metadata={"command_id": command_id, "actor": "adjudicator", "command": "ImportRecord"},
             )
         except CommandReused:
@@ -399,7 +398,7 @@ class Auditor:
                 await self.store.append(
                     game_id,
                     log.version,
-                    [NewEvent(*encode_entry(e)) for e in entries],
+                    [NewEvent(*encode(e)) for e in entries],
                     command_id=command_id,
                     request_hash=request_hash,
                     metadata={

@@ -2,7 +2,8 @@
 
 They are stored like any event (hash-chained, append-only, in the game's stream, so a filing or a ruling
 is as tamper-evident as a play), but the rules engine does not know them: the command handler, the read
-models and the verifier's replay step over them (:data:`AUDIT_TYPES`).
+models and the verifier's replay step over them. :mod:`service.catalogue` registers them (group
+``AUDIT``), encodes and decodes them.
 
 * :class:`DisputeFiled` — a seated player disputes an UNO catch or a Wild Draw Four challenge at a
   position of the log; :class:`DisputeRuled` — the adjudicator's ruling on it, with the verdict, the rule
@@ -15,19 +16,16 @@ models and the verifier's replay step over them (:data:`AUDIT_TYPES`).
 
 Payloads are plain JSON objects of the fields below (no floats: ``jsonb`` must give back what was hashed).
 A field added to an entry later gets a default, and a stored payload written before it existed lacks it:
-:func:`decode_entry` reads such a field as its default (:func:`service.codec.required_fields`), so the
-games already stored keep decoding (and their hash chain covers their payloads as stored).
+the catalogue reads such a field as its default (:func:`service.codec.required_fields`), so the games
+already stored keep decoding (and their hash chain covers their payloads as stored); any other change of
+shape is a new schema version with an upcaster (:mod:`service.catalogue`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from service.codec import required_fields
 
 
 class DisputeKind(enum.Enum):
@@ -117,33 +115,3 @@ class RecordLine:
 
 
 Entry = DisputeFiled | DisputeRuled | SeedRevealed | RecordImported | RecordLine
-ENTRY_TYPES: dict[str, type] = {
-    cls.__name__: cls for cls in (DisputeFiled, DisputeRuled, SeedRevealed, RecordImported, RecordLine)
-}
-#: The stored event types of the audit trail: not game events.
-AUDIT_TYPES = frozenset(ENTRY_TYPES)
-
-
-def encode_entry(entry: Entry) -> tuple[str, dict[str, Any]]:
-    """``(type name, payload)`` of ``entry``."""
-    return type(entry).__name__, dataclasses.asdict(entry)
-
-
-def decode_entry(kind: str, payload: Mapping[str, Any]) -> Entry:
-    """The entry of type ``kind`` with ``payload``; raises ``ValueError`` if it does not fit.
-
-    A field with a default may be missing (:func:`service.codec.required_fields`: a payload stored before
-    the field was added); it takes its default. Any other missing field, or one the entry lacks, is refused.
-    """
-    cls = ENTRY_TYPES.get(kind)
-    if cls is None:
-        raise ValueError(f"{kind!r} is not an audit entry")
-    names = {f.name for f in dataclasses.fields(cls)}
-    required = required_fields(cls)
-    if not required <= set(payload) <= names:
-        raise ValueError(
-            f"a {kind} entry has the fields {sorted(names)} (only {sorted(names - required)} may be "
-            f"missing), not {sorted(payload)}"
-        )
-    entry: Entry = cls(**payload)
-    return entry

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.codec import decode_event
+from service.catalogue import AUDIT_TYPES, decode_entry, decode_event
 from service.rules.commands import (
     Accept,
     CallUno,
@@ -64,17 +64,19 @@ from service.rules.violations import Rule
 from service.store import StoredEvent
 
 from .entries import (
-    AUDIT_TYPES,
     DisputeFiled,
     DisputeRuled,
     Entry,
     RecordImported,
     RecordLine,
     SeedRevealed,
-    decode_entry,
 )
 from .export import record_from_steps
 from .record import GameRecord, RoundBlock, read_record, write_record
+
+_CREATED, _ROUND_ENDED, _GAME_ENDED = GameCreated.__name__, RoundEnded.__name__, GameEnded.__name__
+#: The rows after which the seed is public: the game's end, or the adjudicator's early look.
+_SEED_PUBLIC = frozenset((_GAME_ENDED, SeedRevealed.__name__))
 
 
 class LogError(ValueError):
@@ -185,7 +187,7 @@ class GameLog:
     def seed_revealed_at(self) -> int | None:
         """The position the seed became public at: ``GameEnded``, or the adjudicator's early look."""
         for row in self.rows:
-            if row.type == "GameEnded" or row.type == SeedRevealed.__name__:
+            if row.type in _SEED_PUBLIC:
                 return row.version
         return None
 
@@ -205,15 +207,15 @@ class GameLog:
         scores: list[int] = []
         winner = None
         for row in self.game_rows:
-            if row.type == "GameCreated":
+            if row.type == _CREATED:
                 players = tuple(row.payload["players"])
                 scores = [0] * len(players)
-            elif row.type == "RoundEnded":
+            elif row.type == _ROUND_ENDED:
                 ended = decode_event(row.type, row.payload)
                 assert isinstance(ended, RoundEnded)
                 rounds.append({"round": ended.round, "winner": players[ended.winner], "points": ended.points})
                 scores[ended.winner] += ended.points
-            elif row.type == "GameEnded":
+            elif row.type == _GAME_ENDED:
                 winner = players[row.payload["winner"]]
         return {"rounds": rounds, "scores": dict(zip(players, scores, strict=True)), "winner": winner}
 

@@ -25,7 +25,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from service.codec import encode_event
+from service.catalogue import encode
 from service.rules.commands import Catch
 from service.rules.decide import catch_reason
 from service.rules.events import Event
@@ -208,7 +208,7 @@ def _divergence(logged: LoggedRecord, report: Report) -> dict[str, Any] | None:
 
 
 def _diverged(position: int, row: StoredEvent | None, replayed: Event | None) -> dict[str, Any]:
-    mine = None if replayed is None else encode_event(replayed)
+    mine = None if replayed is None else encode(replayed)
     return {
         "position": position,
         "stored": None if row is None else {"type": row.type, "payload": row.payload},

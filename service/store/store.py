@@ -65,7 +65,7 @@ Connection: TypeAlias = psycopg.AsyncConnection[tuple[Any, ...]]
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
-    """An event to append: its type name and its JSON payload (see :func:`service.codec.encode_event`)."""
+    """An event to append: its type name and its JSON payload (see :func:`service.catalogue.encode`)."""
 
     type: str
     payload: dict[str, Any]

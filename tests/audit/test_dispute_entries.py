@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from service.audit.entries import DisputeFiled, DisputeRuled, decode_entry, encode_entry
-from service.codec import CodecError, decode_event, required_fields
+from service.audit.entries import DisputeFiled, DisputeRuled
+from service.catalogue import decode_entry, decode_event
+from service.catalogue import encode as encode_entry
+from service.codec import CodecError, required_fields
 from service.rules.events import CardPlayed
 
 #: A ``DisputeFiled`` payload as the service stored it before a dispute could name its catcher.

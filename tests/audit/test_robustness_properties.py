@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.audit.entries import DisputeKind, RecordImported, RecordLine, encode_entry
+from service.audit.entries import DisputeKind, RecordImported, RecordLine
 from service.audit.export import record_from_game
 from service.audit.log import GameLog
 from service.audit.record import RecordError, read_record, write_record
 from service.audit.stored_game import AdjudicationError, adjudicate, verify_game
 from service.audit.verify import verify_record
+from service.catalogue import encode as encode_entry
 from service.rules.cards import DECKS
 from service.rules.options import Variant
 from service.rules.simulate import play_game
