@@ -50,7 +50,7 @@ from psycopg.conninfo import make_conninfo
 from projections import rebuild
 from projections.migrate import apply_migrations
 from projections.rebuild import MAX_WORKERS, connect_sync
-from projections.source import BELOW_HORIZON, COLUMNS, copy_out
+from projections.source import READER, copy_out
 from service.api.handler import stored_form
 from service.rules.options import Variant
 from service.rules.simulate import play_game
@@ -65,7 +65,7 @@ TARGET_RATE = 50_000
 TARGET_RATIO = 0.25
 
 #: What both measurements read: the projector's columns, the whole log, in the gap-free order.
-READ_ALL = f"SELECT {COLUMNS} FROM events e WHERE {BELOW_HORIZON} ORDER BY e.xid, e.position"
+READ_ALL = READER.everything
 
 
 # --- generating games (in worker processes) -------------------------------------------------------------

@@ -4,11 +4,12 @@ One batch is one transaction on the projector's own connection:
 
 1. ``pg_advisory_xact_lock(LOCK_CLASS, hashtext(projection_set))`` — wait for the projection set;
 2. read the checkpoint (the ``(xid, position)`` cursor) from ``projection_checkpoints``;
-3. read up to ``batch_size`` events after it in the gap-free order (:mod:`projections.source`);
+3. read up to ``batch_size`` events after it through the store's gap-free reader
+   (:data:`projections.source.READER`);
 4. fold them in memory (:class:`~projections.fold.Folder`), re-folding from its stream any game whose
    view is missing or stale;
-5. write the changed rows and move the checkpoint (guarded: ``WHERE`` it is still where step 2 read it),
-   ``NOTIFY uno_projections``;
+5. write the changed rows and move the checkpoint (guarded: ``WHERE`` it is still where step 2 read it;
+   :mod:`service.store.checkpoints`);
 6. commit — then, and only then, the folded views are kept in memory.
 
 **Exactly once.** Rows and checkpoint commit together or not at all, so a crash anywhere (between
@@ -47,7 +48,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
@@ -56,10 +56,19 @@ import structlog
 from psycopg import pq
 
 from service.store import Cursor, Listener
+from service.store.checkpoints import (
+    CheckpointMoved,
+    ensure_checkpoint,
+    follower_lag,
+    move_checkpoint,
+    read_checkpoint,
+)
+from service.store.checkpoints import Lag as Lag
 
 from .fold import Folder
 from .migrate import apply_migrations
 from .source import (
+    READER,
     Connection,
     Decoder,
     EventRow,
@@ -67,7 +76,6 @@ from .source import (
     ProjectionError,
     connect,
     last_cursor,
-    read_batch,
     read_prefixes,
 )
 from .views import VIEW_NAMES, GameView, evolve, initial
@@ -81,110 +89,18 @@ DEFAULT_SET = "main"
 LOCK_CLASS = 0x756E6F50
 """First key of the projection sets' advisory locks ("unoP"); the second is ``hashtext(set name)``."""
 
-PROGRESS_CHANNEL = "uno_projections"
-"""Notified with the set's name by every batch that moved a checkpoint."""
-
-LAG_COUNT_CAP = 100_000
-"""Events behind are counted exactly up to this many; beyond, estimated from positions (cheap)."""
-
 _LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
-_ENSURE_CHECKPOINT = (
-    "INSERT INTO projection_checkpoints (projection_set) VALUES (%s) ON CONFLICT (projection_set) DO NOTHING"
-)
-_CHECKPOINT = "SELECT xid::text::bigint, position FROM projection_checkpoints WHERE projection_set = %s"
-_MOVE_CHECKPOINT = (
-    "UPDATE projection_checkpoints SET xid = %s::xid8, position = %s, applied = applied + %s, "
-    "last_recorded_at = (SELECT recorded_at FROM events WHERE position = %s), updated_at = now() "
-    "WHERE projection_set = %s AND xid = %s::xid8 AND position = %s"
-)
-_NOTIFY = f"SELECT pg_notify('{PROGRESS_CHANNEL}', %s)"
-_LAG = """
-WITH cp AS (
-    SELECT coalesce(c.xid, '0'::xid8) AS xid, coalesce(c.position, 0) AS position
-      FROM (SELECT) AS one LEFT JOIN projection_checkpoints c ON c.projection_set = %(set)s
-)
-SELECT cp.xid::text::bigint, cp.position,
-       (SELECT count(*) FROM (SELECT FROM events e WHERE (e.xid, e.position) > (cp.xid, cp.position)
-                              LIMIT %(cap)s) AS pending),
-       (SELECT e.recorded_at FROM events e WHERE (e.xid, e.position) > (cp.xid, cp.position)
-         ORDER BY e.xid, e.position LIMIT 1),
-       (SELECT e.recorded_at FROM events e ORDER BY e.position DESC LIMIT 1),
-       (SELECT max(e.position) FROM events e)
-  FROM cp
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class Lag:
-    """How far a projection set is behind the log.
-
-    ``events_behind`` counts the events after the checkpoint (exact when ``exact``; beyond
-    :data:`LAG_COUNT_CAP` it is estimated from positions). ``seconds_behind`` is the time between the
-    first event not yet projected and the newest event (0 when caught up): how much of the log's recent
-    history the views do not show yet. ``cursor`` is the checkpoint.
-    """
-
-    events_behind: int
-    seconds_behind: float
-    exact: bool
-    cursor: Cursor
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready, for a health status or metrics."""
-        return {
-            "events_behind": self.events_behind,
-            "seconds_behind": self.seconds_behind,
-            "exact": self.exact,
-            "cursor": {"xid": self.cursor.xid, "position": self.cursor.position},
-        }
 
 
 async def read_lag(conn: Connection, projection_set: str = DEFAULT_SET) -> Lag:
-    """The lag of ``projection_set`` (see :class:`Lag`); a few index lookups, safe to poll."""
-    cursor = await conn.execute(_LAG, {"set": projection_set, "cap": LAG_COUNT_CAP})
-    row = await cursor.fetchone()
-    assert row is not None
-    xid, position, behind, first_pending, newest, max_position = row
-    exact = behind < LAG_COUNT_CAP
-    if not exact:
-        behind = max(behind, int(max_position or 0) - position)
-    seconds = 0.0
-    if behind and first_pending is not None and newest is not None:
-        seconds = max(0.0, (newest - first_pending).total_seconds())
-    return Lag(int(behind), seconds, exact, Cursor(int(xid), int(position)))
-
-
-async def read_checkpoint(conn: Connection, projection_set: str = DEFAULT_SET) -> Cursor:
-    """The set's checkpoint (the start of the log if it has none yet)."""
-    cursor = await conn.execute(_CHECKPOINT, (projection_set,))
-    row = await cursor.fetchone()
-    return Cursor() if row is None else Cursor(int(row[0]), int(row[1]))
+    """The lag of ``projection_set`` (see :class:`~service.store.checkpoints.Lag`), for the health
+    service: a few index lookups, safe to poll."""
+    return await follower_lag(conn, projection_set)
 
 
 async def lock_set(conn: Connection, projection_set: str) -> None:
     """Take the projection set's lock for the current transaction (waits for a running batch)."""
     await conn.execute(_LOCK, (LOCK_CLASS, projection_set))
-
-
-async def move_checkpoint(
-    conn: Connection,
-    projection_set: str,
-    old: Cursor,
-    new: Cursor,
-    applied: int,
-) -> None:
-    """Move the set's checkpoint from ``old`` to ``new`` (in the caller's transaction) and notify.
-
-    Raises :class:`ProjectionError` if it is not at ``old``: something moved it without the lock, and
-    the caller's transaction must not commit.
-    """
-    cursor = await conn.execute(
-        _MOVE_CHECKPOINT,
-        (str(new.xid), new.position, applied, new.position, projection_set, str(old.xid), old.position),
-    )
-    if cursor.rowcount != 1:
-        raise ProjectionError(f"the checkpoint of {projection_set!r} moved under its lock")
-    await conn.execute(_NOTIFY, (projection_set,))
 
 
 async def fold_batch(conn: Connection, folder: Folder, decoder: Decoder, rows: Sequence[EventRow]) -> None:
@@ -272,7 +188,7 @@ class Projector:
         """A connected projector (the set's checkpoint row is created if missing)."""
         projector = cls(dsn, **options)
         conn = await projector._connection()
-        await conn.execute(_ENSURE_CHECKPOINT, (projector.projection_set,))
+        await ensure_checkpoint(conn, projector.projection_set)
         projector.cursor = await read_checkpoint(conn, projector.projection_set)
         return projector
 
@@ -316,7 +232,7 @@ class Projector:
                 await lock_set(conn, self.projection_set)
                 after = await read_checkpoint(conn, self.projection_set)
                 await self._stage("locked")
-                rows = await read_batch(conn, after, self.batch_size)
+                rows = await READER.page(conn, after, self.batch_size)
                 if not rows:
                     self.cursor = after
                     return 0
@@ -367,7 +283,7 @@ class Projector:
                         await self.catch_up()
                         pause = 0.5
                         await _wait_for_wakeup(wakeups, stop, poll_interval)
-            except (psycopg.Error, OSError, ProjectionError) as error:
+            except (psycopg.Error, OSError, ProjectionError, CheckpointMoved) as error:
                 _log.error("projector.failed", projection_set=self.projection_set, error=str(error))
                 self.folder.clear()
                 with contextlib.suppress(TimeoutError):

@@ -52,15 +52,16 @@ import psycopg
 from psycopg import sql
 
 from service.store import APP_ROLE, Cursor
+from service.store.checkpoints import applied_count, ensure_checkpoint, move_checkpoint, read_checkpoint
+from service.store.global_order import last_readable
 
 from .fold import Folder
 from .migrate import apply_migrations
-from .projector import DEFAULT_SET, PROGRESS_CHANNEL, fold_batch, lock_set, read_checkpoint, seed_prefixes
+from .projector import DEFAULT_SET, fold_batch, lock_set, seed_prefixes
 from .source import (
-    BELOW_HORIZON,
-    COLUMNS,
     MISSING,
     READ_PREFIXES,
+    READER,
     Connection,
     Decoder,
     EventRow,
@@ -69,7 +70,6 @@ from .source import (
     copy_out,
     copy_unescape,
     last_cursor,
-    read_batch,
 )
 from .views import VIEW_NAMES
 from .writer import Hook, write, write_sync
@@ -80,20 +80,8 @@ SUFFIX = "__rebuild"
 REBUILD_LOCK_CLASS = 0x756E6F52
 """First key of the session-level advisory lock one rebuild of a set holds ("unoR")."""
 
-_BULK = f"COPY (SELECT {COLUMNS} FROM events e WHERE {{bound}} ORDER BY e.xid, e.position) TO STDOUT"
-_BOUND = "(e.xid, e.position) <= ({}::xid8, {})"
-
 MAX_WORKERS = 8
 """The most processes a rebuild's bulk phase uses by default."""
-_ENSURE_CHECKPOINT = (
-    "INSERT INTO projection_checkpoints (projection_set) VALUES (%s) ON CONFLICT (projection_set) DO NOTHING"
-)
-_SET_CHECKPOINT = (
-    "UPDATE projection_checkpoints SET xid = %s::xid8, position = %s, applied = %s, "
-    "last_recorded_at = (SELECT recorded_at FROM events WHERE position = %s), "
-    "updated_at = now() WHERE projection_set = %s AND xid = %s::xid8 AND position = %s"
-)
-_APPLIED = "SELECT applied FROM projection_checkpoints WHERE projection_set = %s"
 
 
 class RebuildBusy(Exception):
@@ -171,7 +159,7 @@ async def rebuild(
         row = await cursor.fetchone()
         if row is None or not row[0]:
             raise RebuildBusy(f"a rebuild of {projection_set!r} is already running")
-        await control.execute(_ENSURE_CHECKPOINT, (projection_set,))
+        await ensure_checkpoint(control, projection_set)
         await _prepare(control, views)
         phase("prepare")
 
@@ -180,7 +168,7 @@ async def rebuild(
         progress = _Progress()
         # The bulk phase reads a fixed set: everything up to the last event below the horizon (a full
         # rebuild) or up to the live checkpoint (some views), so that every worker reads the same log.
-        bound = await _last_readable(control) if full else await read_checkpoint(control, projection_set)
+        bound = await last_readable(control) if full else await read_checkpoint(control, projection_set)
         if bound is not None and bound.position:
             if workers == 1:
                 events, written = await asyncio.to_thread(_bulk, database_url, views, bound, flush_every)
@@ -196,7 +184,7 @@ async def rebuild(
             if upto is not None and upto <= progress.cursor:
                 break
             async with writer.transaction():
-                rows = await read_batch(writer, progress.cursor, batch_size, upto)
+                rows = await READER.page(writer, progress.cursor, batch_size, upto)
                 if rows:
                     await _apply(writer, folder, decoder, views, rows, progress)
             if rows:
@@ -211,16 +199,18 @@ async def rebuild(
                 await hook("swap locked")
             live = await read_checkpoint(writer, projection_set)
             while progress.cursor < live:
-                rows = await read_batch(writer, progress.cursor, batch_size, live)
+                rows = await READER.page(writer, progress.cursor, batch_size, live)
                 if not rows:
                     raise ProjectionError(f"the events up to the checkpoint {live} are not readable")
                 await _apply(writer, folder, decoder, views, rows, progress)
             if full and live < progress.cursor:
-                await _set_checkpoint(writer, projection_set, live, progress)
+                await move_checkpoint(
+                    writer, projection_set, live, progress.cursor, progress.events, from_zero=True
+                )
                 report.moved_checkpoint = True
             await _swap(writer, views)
         phase("swap")
-        report.events = progress.events if full else await _applied(control, projection_set)
+        report.events = progress.events if full else await applied_count(control, projection_set)
         report.rows = progress.rows
         report.cursor = progress.cursor if full else live
         await control.execute(
@@ -272,12 +262,10 @@ def _bulk(
     psycopg's asyncio COPY iteration, a fifth of the whole per-event budget. The hot loop keeps out
     anything per event it can.
     """
-    where = sql.SQL(_BOUND).format(str(bound.xid), bound.position)
+    mine = None
     if partition is not None:
-        where = sql.SQL("{} AND (hashtext(e.game_id) & 2147483647) % {} = {}").format(
-            where, partition[1], partition[0]
-        )
-    statement = sql.SQL(_BULK).format(bound=where)
+        mine = sql.SQL("(hashtext(e.game_id) & 2147483647) % {} = {}").format(partition[1], partition[0])
+    statement = READER.copy_upto(bound, mine)
     folder = Folder(views, cache_size=1_000_000)
     decoder = Decoder()
     apply = folder.apply
@@ -365,35 +353,6 @@ async def _bulk_in_processes(
     return sum(events for events, _ in results), sum(rows for _, rows in results)
 
 
-async def _last_readable(conn: Connection) -> Cursor | None:
-    """The cursor of the last event below the horizon (``None`` for an empty log)."""
-    cursor = await conn.execute(
-        f"SELECT e.xid::text::bigint, e.position FROM events e WHERE {BELOW_HORIZON} "
-        "ORDER BY e.xid DESC, e.position DESC LIMIT 1"
-    )
-    row = await cursor.fetchone()
-    return None if row is None else Cursor(int(row[0]), int(row[1]))
-
-
-async def _set_checkpoint(conn: Connection, projection_set: str, live: Cursor, progress: _Progress) -> None:
-    """Move the checkpoint from ``live`` to the rebuild's cursor (in the swap transaction)."""
-    cursor = await conn.execute(
-        _SET_CHECKPOINT,
-        (
-            str(progress.cursor.xid),
-            progress.cursor.position,
-            progress.events,
-            progress.cursor.position,
-            projection_set,
-            str(live.xid),
-            live.position,
-        ),
-    )
-    if cursor.rowcount != 1:
-        raise ProjectionError(f"the checkpoint of {projection_set!r} moved under its lock")
-    await conn.execute(f"SELECT pg_notify('{PROGRESS_CHANNEL}', %s)".encode(), (projection_set,))
-
-
 async def _swap(conn: Connection, views: Sequence[str]) -> None:
     """Replace each live table by its fresh one, index names included (in the caller's transaction)."""
     for view in views:
@@ -412,9 +371,3 @@ async def _swap(conn: Connection, views: Sequence[str]) -> None:
                         sql.Identifier(index), sql.Identifier(view + index[len(fresh) :])
                     )
                 )
-
-
-async def _applied(conn: Connection, projection_set: str) -> int:
-    cursor = await conn.execute(_APPLIED, (projection_set,))
-    row = await cursor.fetchone()
-    return 0 if row is None else int(row[0])

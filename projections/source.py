@@ -1,9 +1,8 @@
-"""Reading the log for the projections: the gap-free global order, and events decoded once per payload.
+"""Reading the log for the projections: the store's gap-free reader, and events decoded once per payload.
 
-The projector reads with its own SQL rather than through :meth:`service.store.EventStore.read_all`, with
-the *same* gap-free predicate (``(xid, position) > cursor AND xid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY xid, position``; see that method for why it never skips an event). What it needs that
-``read_all`` does not give:
+The projector reads through :class:`service.store.global_order.GlobalReader`, the same gap-free reader as
+:meth:`service.store.EventStore.read_all` (see :mod:`service.store.global_order` for why it never skips
+an event), with a select list of its own:
 
 * the read runs on the projector's own connection, inside the batch transaction that holds the
   projection set's lock, right after the checkpoint is read there;
@@ -15,7 +14,7 @@ ORDER BY xid, position``; see that method for why it never skips an event). What
   before the metadata carried it, from the ``games`` catalogue (a lookup evaluated for that one event
   type only).
 
-``tests/projections/test_source.py`` checks that this reader returns exactly what ``read_all`` returns.
+``tests/projections/test_projector.py`` checks that this reader returns exactly what ``read_all`` returns.
 """
 
 from __future__ import annotations
@@ -34,10 +33,10 @@ from service.catalogue import AUDIT_TYPES, GAME_TYPES, decode_event
 from service.codec import CodecError
 from service.rules.events import Event
 from service.store import Cursor
+from service.store.global_order import Connection as Connection
+from service.store.global_order import GlobalReader
 
 _log = structlog.get_logger(__name__)
-
-Connection: TypeAlias = psycopg.AsyncConnection[tuple[Any, ...]]
 
 #: One event as the projections read it: xid (as text: only a batch's last one is ever converted),
 #: position, game id, version, type, payload text and the tournament (``GameCreated`` only, else
@@ -55,17 +54,10 @@ _TOURNAMENT = (
 #: The columns of every read, in :data:`EventRow` order (the rebuild's COPY and the benchmark's raw read
 #: ceiling select exactly these too).
 COLUMNS = f"e.xid, e.position, e.game_id, e.version, e.type, e.payload::text, {_TOURNAMENT}"
-#: The gap-free predicate of ``EventStore.read_all``: after a cursor, below the oldest running xid.
-BELOW_HORIZON = "e.xid < pg_snapshot_xmin(pg_current_snapshot())"
 
-READ_BATCH = (
-    f"SELECT {COLUMNS} FROM events e WHERE (e.xid, e.position) > (%s::xid8, %s) AND {BELOW_HORIZON} "
-    "ORDER BY e.xid, e.position LIMIT %s"
-)
-READ_BATCH_UPTO = (
-    f"SELECT {COLUMNS} FROM events e WHERE (e.xid, e.position) > (%s::xid8, %s) "
-    f"AND (e.xid, e.position) <= (%s::xid8, %s) AND {BELOW_HORIZON} ORDER BY e.xid, e.position LIMIT %s"
-)
+READER = GlobalReader(COLUMNS)
+"""The projections' reader of the gap-free order; its pages are lists of :data:`EventRow`."""
+
 # The events of some games below a version each: re-folding games the projector has no view of.
 READ_PREFIXES = (
     f"SELECT e.game_id, e.version, e.type, e.payload::text, {_TOURNAMENT} FROM events e "
@@ -146,21 +138,6 @@ def _drain(pgconn: pq.abc.PGconn) -> str:
 
 class ProjectionError(Exception):
     """The log cannot be projected as it is (a payload that does not decode, a stream with a hole)."""
-
-
-async def read_batch(
-    conn: Connection, after: Cursor, limit: int, upto: Cursor | None = None
-) -> list[EventRow]:
-    """The next ``limit`` events after ``after`` in the gap-free order (at most up to ``upto``)."""
-    if upto is None:
-        cursor = await conn.execute(READ_BATCH, (str(after.xid), after.position, limit), prepare=True)
-    else:
-        cursor = await conn.execute(
-            READ_BATCH_UPTO,
-            (str(after.xid), after.position, str(upto.xid), upto.position, limit),
-            prepare=True,
-        )
-    return await cursor.fetchall()
 
 
 async def read_prefixes(conn: Connection, below: dict[str, int]) -> list[PrefixRow]:

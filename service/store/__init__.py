@@ -1,42 +1,47 @@
-"""The PostgreSQL event store: append-only, hash-chained game streams with a gap-free global order.
+"""The event store: append-only, hash-chained game streams with a gap-free global order, and the catalogue.
 
-See :mod:`service.store.store` for the guarantees and ``docs/DESIGN.md`` ("The event store") for why.
+* :mod:`service.store.interface` — the abstract :class:`Store` (a Protocol): the generic
+  :class:`StreamStore` and the :class:`GameCatalogue`, joined by ``create_game``;
+* :mod:`service.store.model` — the values every implementation shares, and the hash chain;
+* :mod:`service.store.store` — :class:`EventStore`, the PostgreSQL store the service runs on, composed of
+  :mod:`service.store.streams` and :mod:`service.store.games`;
+* :mod:`service.store.global_order` and :mod:`service.store.checkpoints` — PostgreSQL's gap-free reader
+  and its followers' checkpoints, shared with the projector;
+* :mod:`service.store.memory` — :class:`MemoryStore`, the same contract in memory;
+* :mod:`service.store.migrate` — the schema's migrations.
+
+See ``docs/DESIGN.md`` ("The event store") for why.
 """
 
 from .errors import CommandReused, GameExists, GameNotFound, StoreError, VersionConflict
+from .interface import GameCatalogue, Store, StreamStore, Wakeups
+from .memory import MemoryStore
 from .migrate import MigrationError, apply_migrations, migrations
-from .store import (
-    APP_ROLE,
-    GENESIS_HASH,
-    NOTIFY_CHANNEL,
-    AppendResult,
-    Cursor,
-    EventStore,
-    GameRow,
-    Listener,
-    NewEvent,
-    StoredEvent,
-    chain_hash,
-    cursor_of,
-)
+from .model import GENESIS_HASH, AppendResult, Cursor, GameRow, NewEvent, StoredEvent, chain_hash, cursor_of
+from .store import APP_ROLE, EventStore
+from .streams import Listener
 
 __all__ = [
     "APP_ROLE",
     "GENESIS_HASH",
-    "NOTIFY_CHANNEL",
     "AppendResult",
     "CommandReused",
     "Cursor",
     "EventStore",
+    "GameCatalogue",
     "GameExists",
     "GameNotFound",
     "GameRow",
     "Listener",
+    "MemoryStore",
     "MigrationError",
     "NewEvent",
+    "Store",
     "StoreError",
     "StoredEvent",
+    "StreamStore",
     "VersionConflict",
+    "Wakeups",
     "apply_migrations",
     "chain_hash",
     "cursor_of",

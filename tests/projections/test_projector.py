@@ -13,7 +13,7 @@ from projection_support import GAME_SPECS, Stored, dump, expected_views, simulat
 
 from projections import Projector, rebuild, run_projector
 from projections.migrate import apply_migrations
-from projections.source import connect, copy_out, read_batch
+from projections.source import READER, connect, copy_out
 from service.rules.options import Variant
 from service.store import Cursor, EventStore, cursor_of
 
@@ -54,7 +54,7 @@ async def test_the_projectors_reader_returns_exactly_what_read_all_returns(
     seen = []
     async with await connect(database_url) as conn:
         after = Cursor()
-        while rows := await read_batch(conn, after, 333):
+        while rows := await READER.page(conn, after, 333):
             seen += [(r[2], r[3], r[4], r[5]) for r in rows]
             after = Cursor(int(rows[-1][0]), rows[-1][1])
     assert [(g, v, t) for g, v, t, _ in seen] == [(g, v, t) for g, v, t, _ in expected]

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
-from service.store import GENESIS_HASH, AppendResult, EventStore, NewEvent, StoredEvent, chain_hash
+from service.store import (
+    GENESIS_HASH,
+    AppendResult,
+    Cursor,
+    NewEvent,
+    Store,
+    StoredEvent,
+    chain_hash,
+    cursor_of,
+)
 
 PLAYERS = ("ada", "bob", "cy")
 
@@ -27,7 +38,7 @@ def played(n: int, **extra: Any) -> NewEvent:
 
 
 async def new_game(
-    store: EventStore, game_id: str, *, tournament_id: str = "", events: Sequence[NewEvent] | None = None
+    store: Store, game_id: str, *, tournament_id: str = "", events: Sequence[NewEvent] | None = None
 ) -> AppendResult:
     """Create ``game_id`` with a GameCreated event (or ``events``) through the store."""
     return await store.create_game(
@@ -42,6 +53,22 @@ async def new_game(
         events=events or [NewEvent("GameCreated", {"variant": "classic", "players": list(PLAYERS)})],
         metadata={"actor": "admin"},
     )
+
+
+async def read_until(store: Store, after: Cursor, expected: int, timeout: float = 10.0) -> list[StoredEvent]:
+    """Follow ``read_all`` from ``after`` until ``expected`` events came (another session of the cluster
+    holding an old transaction open may delay them, which is the gap-free order working as designed)."""
+    seen: list[StoredEvent] = []
+    deadline = time.monotonic() + timeout
+    while len(seen) < expected:
+        page = await store.read_all(after, limit=3)
+        if page:
+            seen.extend(page)
+            after = cursor_of(page[-1])
+        else:
+            assert time.monotonic() < deadline, f"only {len(seen)} of {expected} events after {timeout} s"
+            await asyncio.sleep(0.01)
+    return seen
 
 
 def assert_valid_stream(events: Sequence[StoredEvent]) -> None:

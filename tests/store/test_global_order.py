@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 
 import psycopg
 import pytest
@@ -26,30 +25,12 @@ from service.store import (
     cursor_of,
 )
 
-from .support import assert_valid_stream, new_game, played, request_hash
+from .support import assert_valid_stream, new_game, played, read_until, request_hash
 
 INSERT = (
     "INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING position"
 )
-
-
-async def read_until(
-    store: EventStore, after: Cursor, expected: int, timeout: float = 10.0
-) -> list[StoredEvent]:
-    """Follow ``read_all`` from ``after`` until ``expected`` events came (another session of the cluster
-    holding an old transaction open may delay them, which is the method working as designed)."""
-    seen: list[StoredEvent] = []
-    deadline = time.monotonic() + timeout
-    while len(seen) < expected:
-        page = await store.read_all(after, limit=3)
-        if page:
-            seen.extend(page)
-            after = cursor_of(page[-1])
-        else:
-            assert time.monotonic() < deadline, f"only {len(seen)} of {expected} events after {timeout} s"
-            await asyncio.sleep(0.01)
-    return seen
 
 
 async def naive_read(url: str, after_position: int) -> list[int]:
@@ -105,19 +86,6 @@ async def test_an_event_committed_out_of_position_order_is_neither_skipped_nor_o
         ("gb", 2, position_b),
     ]
     assert await store.read_all(cursor_of(later[-1])) == []
-
-
-async def test_read_all_pages_through_everything_in_order(store: EventStore) -> None:
-    for n in range(5):
-        await new_game(store, f"g{n}", events=[played(v) for v in range(n + 1)])
-    everything = await read_until(store, Cursor(), expected=15)
-    assert [(e.xid, e.position) for e in everything] == sorted((e.xid, e.position) for e in everything)
-    assert len({e.position for e in everything}) == 15
-    assert await store.read_all(cursor_of(everything[-1])) == []
-    assert cursor_of(everything[3]) < cursor_of(everything[4])
-    assert EventStore.cursor_of(everything[0]) == Cursor(everything[0].xid, everything[0].position)
-    with pytest.raises(ValueError):
-        await store.read_all(limit=0)
 
 
 @pytest.mark.timeout(90)

@@ -24,7 +24,7 @@ async def test_update_delete_truncate_are_rejected_by_the_trigger_even_for_the_s
         assert row is not None
         if database_url_is_local(database_url):
             assert row[0], "the local test server's login user is a superuser"
-        for table in ("events", "commands"):
+        for table in ("events", "commands", "command_ids"):
             rows = await count(database_url, f"SELECT count(*) FROM {table}")
             for change in CHANGES:
                 with pytest.raises(psycopg.errors.RestrictViolation, match=f"{table} is append-only"):
@@ -36,7 +36,7 @@ async def test_the_service_role_lacks_the_privilege(store: EventStore, database_
     await new_game(store, "g1")
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         await conn.execute(f"SET ROLE {APP_ROLE}")
-        for table in ("events", "commands", "games", "seats", "game_secrets"):
+        for table in ("events", "commands", "command_ids", "games", "seats", "game_secrets"):
             for change in CHANGES:
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     await conn.execute(change.format(table=table))
@@ -58,19 +58,24 @@ async def test_a_forged_insert_cannot_break_the_chain(store: EventStore, databas
     created = await new_game(store, "g1")
     event = played(1)
 
-    async def insert(version: int, prev_hash: bytes) -> None:
-        digest = chain_hash(prev_hash, "g1", version, event.type, event.payload)
+    async def insert_into(game_id: str, version: int, prev_hash: bytes) -> None:
+        digest = chain_hash(prev_hash, game_id, version, event.type, event.payload)
         async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
             await conn.execute(
                 "INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash, xid) "
-                "VALUES ('g1', %s, %s, %s, '{}', %s, %s, '1')",
-                (version, event.type, Jsonb(event.payload), prev_hash, digest),
+                "VALUES (%s, %s, %s, %s, '{}', %s, %s, '1')",
+                (game_id, version, event.type, Jsonb(event.payload), prev_hash, digest),
             )
+
+    async def insert(version: int, prev_hash: bytes) -> None:
+        await insert_into("g1", version, prev_hash)
 
     with pytest.raises(psycopg.errors.CheckViolation, match="prev_hash"):
         await insert(2, GENESIS_HASH)  # does not link to version 1
     with pytest.raises(psycopg.errors.CheckViolation, match="does not follow"):
         await insert(3, created.last_hash)  # a hole at version 2
+    with pytest.raises(psycopg.errors.ForeignKeyViolation, match="no such game"):
+        await insert_into("g2", 1, GENESIS_HASH)  # a stream of a game the catalogue does not have
     await insert(2, created.last_hash)  # a valid link is accepted, and its xid is the real one
     (_, second) = await store.read_stream("g1")
     assert second.xid > 1

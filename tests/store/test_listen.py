@@ -1,4 +1,8 @@
-"""LISTEN/NOTIFY wake-ups: an append's game id arrives after its commit, on a connection of its own."""
+"""LISTEN/NOTIFY wake-ups on a connection of their own, closed with the listener.
+
+What every store's wake-ups do (after the commit, none for a duplicate, a timeout leaves them usable) is
+part of the contract (``test_contract.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,43 +11,14 @@ import asyncio
 import psycopg
 import pytest
 
-from service.store import EventStore, StoreError
+from service.store import EventStore
 
 from .support import new_game, played
 
 WAIT = 5.0  # seconds; generous, so a slow machine does not fail, and the test cannot hang
 
 
-async def test_listen_yields_the_game_id_after_an_append(store: EventStore) -> None:
-    await new_game(store, "g1")
-    async with store.listen() as wakeups:  # listening before the append: nothing can be missed
-        await store.append("g1", 1, [played(1), played(2)], command_id="c", request_hash=b"r", metadata={})
-        assert await asyncio.wait_for(anext(wakeups), WAIT) == "g1"
-        await new_game(store, "g2")
-        assert await asyncio.wait_for(anext(wakeups), WAIT) == "g2"
-
-
-async def test_no_wakeup_for_a_duplicate_or_a_failed_append(store: EventStore) -> None:
-    await new_game(store, "g1")
-    await store.append("g1", 1, [played(1)], command_id="c", request_hash=b"r", metadata={})
-    async with store.listen() as wakeups:
-        await store.append("g1", 1, [played(1)], command_id="c", request_hash=b"r", metadata={})  # duplicate
-        with pytest.raises(StoreError):
-            await store.append("g1", 1, [played(1)], command_id="d", request_hash=b"r", metadata={})
-        await new_game(store, "marker")
-        assert await asyncio.wait_for(anext(wakeups), WAIT) == "marker"
-
-
-async def test_a_timed_out_wait_leaves_the_listener_usable(store: EventStore) -> None:
-    await new_game(store, "g1")
-    async with store.listen() as wakeups:
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(anext(wakeups), 0.05)
-        await store.append("g1", 1, [played(1)], command_id="c", request_hash=b"r", metadata={})
-        assert await asyncio.wait_for(anext(wakeups), WAIT) == "g1"
-
-
-async def test_plain_async_for_and_the_connection_is_closed_afterwards(
+async def test_the_listening_connection_is_closed_with_the_listener(
     store: EventStore, database_url: str
 ) -> None:
     await new_game(store, "g1")

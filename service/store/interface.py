@@ -1,0 +1,138 @@
+"""The abstract store: what the application core may ask of the log and of the game catalogue.
+
+A :class:`typing.Protocol` rather than an abstract base class, because the two implementations share no
+code through it (they share :mod:`service.store.model` instead) and a caller should depend on the
+behaviour, not on a class tree: :class:`~service.store.EventStore` (PostgreSQL) and
+:class:`~service.store.MemoryStore` (one process, no database) both satisfy it, and
+``tests/store/test_contract.py`` runs one suite of tests against both, so "satisfies" means the same
+versions, idempotency, hash chain, gap-free order and wake-ups, not just the same signatures.
+
+It comes in two halves, one purpose each:
+
+* :class:`StreamStore`, the generic stream store: append with a version check, the idempotent command
+  ledger, a stream read, the gap-free global read and wake-ups. It knows streams, versions and command
+  ids; nothing of games beyond the stream id (``game_id``).
+* :class:`GameCatalogue`: games, their seats' token hashes, their secret seeds, listing, and the audit
+  trail's dispute lookups.
+
+:class:`Store` joins them with the one operation that spans both, :meth:`Store.create_game`: a game's
+catalogue rows and its first events are written in one unit of work, all or nothing.
+
+What is deliberately not here: the PostgreSQL-only surface (opening a pool, migrations, a raw
+connection for the read models, checkpoints that commit with a follower's own tables). The projector
+writes PostgreSQL tables and so reads PostgreSQL's log directly (:mod:`service.store.global_order`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+from .model import START, AppendResult, CommandRow, Cursor, GameRow, NewEvent, StoredEvent
+
+
+class Wakeups(Protocol):
+    """Game ids as appends commit: wake-up calls, not the data (read the events after one arrives).
+
+    ``async with`` starts listening on entry, so an append between a reader's catch-up and its first
+    wait is not missed; plain ``async for`` starts at the first step. A wait cancelled by a timeout
+    leaves it usable; after :meth:`aclose` the iteration ends.
+    """
+
+    async def start(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[str]: ...
+
+    async def __anext__(self) -> str: ...
+
+
+class StreamStore(Protocol):
+    """The generic stream store: one append-only, hash-chained stream per id, and the global order.
+
+    * ``append`` writes ``events`` as versions ``expected_version + 1``.. of the stream in one
+      transaction, chained from the hash of ``expected_version`` (``prev_hash`` if the caller has it
+      cached). A command id recorded before for the same stream and ``request_hash`` returns that first
+      result with ``duplicate=True`` and writes nothing, even after the stream moved on; for another
+      stream or request it raises :class:`~service.store.CommandReused`. Otherwise a stream not at
+      ``expected_version`` raises :class:`~service.store.VersionConflict` with its version, an unknown
+      stream :class:`~service.store.GameNotFound`, a wrong ``prev_hash`` :class:`~service.store.StoreError`.
+      Streams are started only by :meth:`Store.create_game`.
+    * ``read_all`` pages through every stream's events in the gap-free global order (``Cursor``): no
+      event is ever skipped or returned twice, and each stream's events come in version order.
+    * ``command`` and ``ledger_last_version`` read the command ledger.
+    """
+
+    async def append(
+        self,
+        game_id: str,
+        expected_version: int,
+        events: Sequence[NewEvent],
+        *,
+        command_id: str,
+        request_hash: bytes,
+        metadata: Mapping[str, Any],
+        prev_hash: bytes | None = None,
+    ) -> AppendResult: ...
+
+    async def read_stream(
+        self, game_id: str, after_version: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]: ...
+
+    async def stream_version(self, game_id: str) -> int: ...
+
+    async def read_all(self, after: Cursor = START, limit: int = 1000) -> list[StoredEvent]: ...
+
+    async def command(self, command_id: str) -> CommandRow | None: ...
+
+    async def ledger_last_version(self, game_id: str) -> int | None: ...
+
+    def listen(self) -> Wakeups: ...
+
+
+class GameCatalogue(Protocol):
+    """The games: catalogue rows (with their stream's version), seats, seeds, and dispute lookups."""
+
+    async def game(self, game_id: str) -> GameRow | None: ...
+
+    async def list_games(
+        self, *, tournament_id: str | None = None, after: str | None = None, limit: int = 50
+    ) -> list[GameRow]: ...
+
+    async def seed(self, game_id: str) -> bytes | None: ...
+
+    async def seat_for_token(self, game_id: str, token_hash: bytes) -> int | None: ...
+
+    async def dispute_events(self, game_id: str | None = None) -> list[StoredEvent]: ...
+
+
+class Store(StreamStore, GameCatalogue, Protocol):
+    """The whole store: the stream store and the game catalogue, joined by :meth:`create_game`."""
+
+    async def create_game(
+        self,
+        game_id: str,
+        *,
+        variant: str,
+        players: Sequence[str],
+        tournament_id: str,
+        seed: bytes | None,
+        seat_token_hashes: Sequence[bytes],
+        command_id: str,
+        request_hash: bytes,
+        events: Sequence[NewEvent],
+        metadata: Mapping[str, Any],
+    ) -> AppendResult:
+        """Catalogue the game (row, seed, one token hash per seat) and start its stream with ``events``
+        (versions 1..n), in one unit of work. A retried command id answers its first result
+        (``duplicate=True``); used for another game or request, :class:`~service.store.CommandReused`
+        and nothing is written; a taken ``game_id``, :class:`~service.store.GameExists`."""
+        ...

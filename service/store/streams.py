@@ -1,0 +1,412 @@
+"""The generic stream store on PostgreSQL: append with a version check, the command ledger, reads, wake-ups.
+
+What it guarantees, and where each guarantee lives:
+
+* **One transaction per command.** :meth:`PostgresStreams.append` writes the command's ledger rows, all
+  its events and the wake-up notification with one prepared statement (data-modifying CTEs, the events
+  as one jsonb array), which is atomic by itself: one round trip whatever the number of events.
+* **Optimistic concurrency.** The key ``(game_id, version)``: of two appends expecting the same version
+  exactly one commits; the other gets :class:`VersionConflict` with the version it lost to. A trigger
+  also insists that version *n* follows a stored version *n − 1* whose hash is the new row's
+  ``prev_hash``, and that a version 1 belongs to a catalogued game, so streams have no holes and the
+  chain cannot fork even if a caller's cached hash is wrong.
+* **Idempotency.** Every command carries a client-chosen id, unique across games. The statement first
+  claims the id in ``command_ids`` (id → game), then writes its ledger row in ``commands`` (per game:
+  request hash, versions) and the events, all only if the claim was new; so a retried command finds its
+  claim and gets the first result back (``duplicate=True``) while nothing is appended, and the same id
+  with another game or request is :class:`CommandReused`. Why two tables: on a distributed PostgreSQL
+  the ledger lives with its game's events (key ``(game_id, command_id)``), while the claim, keyed by the
+  id alone, is what keeps an id from naming commands of two games (see ``deploy/citus.sql``).
+* **Immutability.** Triggers reject UPDATE, DELETE and TRUNCATE of ``events``, ``commands`` and
+  ``command_ids`` for everyone, and the pool's connections run as the role ``uno_audit_app``, which may
+  only SELECT and INSERT (see ``migrations/``).
+* **Gap-free global order.** :meth:`PostgresStreams.read_all` reads through
+  :mod:`service.store.global_order`, the same reader the projector uses.
+* **Wake-ups.** Appends ``NOTIFY uno_events`` with the game id; :meth:`PostgresStreams.listen` delivers
+  them.
+
+Streams are started only together with their game's catalogue rows (:meth:`EventStore.create_game
+<service.store.EventStore.create_game>`), which composes :func:`write_statement` with the catalogue's
+inserts into one statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from .errors import CommandReused, GameNotFound, StoreError, VersionConflict
+from .global_order import Connection, GlobalReader
+from .model import (
+    GENESIS_HASH,
+    START,
+    AppendResult,
+    Batch,
+    CommandRow,
+    Cursor,
+    NewEvent,
+    StoredEvent,
+    check_append,
+)
+
+NOTIFY_CHANNEL = "uno_events"
+"""The channel every append notifies, with the game id as payload."""
+
+#: The columns of a :class:`StoredEvent`, in its field order, over ``events e``.
+EVENT_COLUMNS = (
+    "e.position, e.game_id, e.version, e.type, e.payload, e.metadata, e.recorded_at, e.xid::text::bigint, "
+    "e.prev_hash, e.hash"
+)
+
+
+def write_statement(claim_source: str) -> str:
+    """The CTEs that write one command: claim, ledger row, events, notification, and the final SELECT.
+
+    ``claim_source`` yields the ``(command_id, game_id)`` row to claim (``VALUES …`` for an append, a
+    SELECT from the catalogue's CTE for a new game). The ledger row and the events are written only if
+    the claim is new (they join with ``claim``'s RETURNING), so a recorded id writes nothing and the
+    statement returns no row. The events come as one jsonb array (one prepared statement for any number
+    of events) and are inserted in version order, so the insert trigger sees each one's predecessor. The
+    final SELECT joins ``notified`` so that the notification is sent exactly when events were written.
+    """
+    return f"""
+claim AS (
+    INSERT INTO command_ids (command_id, game_id)
+    {claim_source}
+    ON CONFLICT (command_id) DO NOTHING
+    RETURNING game_id
+), command AS (
+    INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version)
+    SELECT claim.game_id, %(command_id)s, %(request_hash)s, %(first_version)s, %(last_version)s FROM claim
+    RETURNING game_id
+), appended AS (
+    INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
+    SELECT command.game_id, %(first_version)s::int + e.i::int - 1, e.item->>'type', e.item->'payload',
+           %(metadata)s, decode(e.item->>'prev_hash', 'hex'), decode(e.item->>'hash', 'hex')
+      FROM command, jsonb_array_elements(%(events)s) WITH ORDINALITY AS e(item, i)
+     ORDER BY e.i
+    RETURNING version, position, recorded_at, xid
+), notified AS (
+    SELECT pg_notify('{NOTIFY_CHANNEL}', game_id) FROM command
+)
+SELECT a.position, a.recorded_at, a.xid::text::bigint FROM appended a, notified ORDER BY a.version
+"""
+
+
+_APPEND = "WITH " + write_statement("VALUES (%(command_id)s, %(game_id)s)")
+# The ledger row of a command id: found through its claim, the only lookup by the id alone.
+_LEDGER_ROW = (
+    "FROM commands c WHERE c.game_id = (SELECT i.game_id FROM command_ids i WHERE i.command_id = %(id)s) "
+    "AND c.command_id = %(id)s"
+)
+_COMMAND = f"SELECT c.game_id, c.request_sha256, c.first_version, c.last_version {_LEDGER_ROW}"
+_COMMAND_RESULT = (
+    "SELECT c.game_id, c.request_sha256, c.first_version, c.last_version, "
+    "(SELECT e.hash FROM events e WHERE e.game_id = c.game_id AND e.version = c.last_version) "
+    f"{_LEDGER_ROW}"
+)
+_STORED_HASH = "SELECT hash FROM events WHERE game_id = %s AND version = %s"
+_STREAM_VERSION = "SELECT coalesce(max(version), 0) FROM events WHERE game_id = %s"
+_READ_STREAM = (
+    f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.game_id = %s AND e.version > %s "
+    "ORDER BY e.version LIMIT %s"
+)
+_LEDGER_LAST_VERSION = "SELECT max(last_version) FROM commands WHERE game_id = %s"
+# What a failed write can have run into, besides a recorded command id: a version taken meanwhile, a
+# hole before it, a younger predecessor, or a game that does not exist (migrations/ name them all).
+_SETTLED_CONSTRAINTS = frozenset(
+    {"events_stream_version", "events_contiguous", "events_xid_order", "events_game"}
+)
+
+_READER = GlobalReader(EVENT_COLUMNS)
+
+
+class PostgresStreams:
+    """The stream store over a pool of connections to one database; see the module docstring.
+
+    :class:`~service.store.EventStore` is one (it opens the pool and adds the game catalogue).
+    """
+
+    def __init__(self, dsn: str, pool: AsyncConnectionPool[Connection]) -> None:
+        self._dsn = dsn
+        self._pool = pool
+
+    async def append(
+        self,
+        game_id: str,
+        expected_version: int,
+        events: Sequence[NewEvent],
+        *,
+        command_id: str,
+        request_hash: bytes,
+        metadata: Mapping[str, Any],
+        prev_hash: bytes | None = None,
+    ) -> AppendResult:
+        """Append ``events`` as versions ``expected_version + 1``.. of the game, in one transaction.
+
+        ``prev_hash`` is the hash of version ``expected_version`` when the caller has it cached (the
+        command handler does, with its cached state); ``None`` makes the store read it, one round trip
+        more (``GENESIS_HASH`` before version 1). A wrong ``prev_hash`` is refused by the database, never
+        stored.
+
+        Outcomes (see :class:`~service.store.StreamStore`): the first result of a recorded command id
+        (checked before any conflict, so a retry after a lost reply is recognised even though the stream
+        has moved on), :class:`CommandReused`, :class:`VersionConflict` (rarely with ``actual`` equal to
+        the expected version, when the previous event's writer had not committed yet or committed from an
+        older transaction: reload and retry all the same), :class:`GameNotFound`.
+
+        ``metadata`` is stored with every event, plus ``command_id``.
+        """
+        check_append(expected_version, events)
+        async with self._pool.connection() as conn:
+            if prev_hash is None:
+                prev_hash = await _stored_hash(conn, game_id, expected_version)
+                if prev_hash is None:
+                    return await _settle_failed_append(
+                        conn, command_id, game_id, expected_version, request_hash
+                    )
+            batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id)
+            try:
+                # Autocommit: the single statement is its own transaction, one round trip in all.
+                cursor = await conn.execute(_APPEND, write_params(batch, request_hash), prepare=True)
+                returned = await cursor.fetchall()
+            except (
+                pg_errors.UniqueViolation,
+                pg_errors.ForeignKeyViolation,
+                pg_errors.CheckViolation,
+            ) as error:
+                constraint = error.diag.constraint_name
+                if constraint == "events_hash_chain":
+                    earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+                    if earlier is not None:
+                        return earlier
+                    actual = await _stream_version(conn, game_id)
+                    if actual == expected_version:
+                        raise StoreError(
+                            f"game {game_id!r}: the given prev_hash is not the stored hash of version "
+                            f"{expected_version} (a stale or corrupt cache?)"
+                        ) from None
+                    raise VersionConflict(game_id, expected_version, actual) from None
+                if constraint in _SETTLED_CONSTRAINTS:
+                    return await _settle_failed_append(
+                        conn, command_id, game_id, expected_version, request_hash
+                    )
+                raise
+            if not returned:  # the command id was recorded before: nothing was written now
+                return await earlier_result(conn, command_id, game_id, request_hash)
+        return batch.result(returned)
+
+    async def read_stream(
+        self, game_id: str, after_version: int = 0, limit: int | None = None
+    ) -> list[StoredEvent]:
+        """The game's events with versions above ``after_version``, in version order, at most ``limit``.
+
+        Versions are contiguous from 1 (the database refuses holes), so a caller holding state at version
+        *v* reads exactly what it is missing with ``after_version=v``.
+        """
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(_READ_STREAM, (game_id, after_version, limit), prepare=True)
+            return [stored_event(row) for row in await cursor.fetchall()]
+
+    async def stream_version(self, game_id: str) -> int:
+        """The game's last version: 0 for a game without events (or an unknown one)."""
+        async with self._pool.connection() as conn:
+            return await _stream_version(conn, game_id)
+
+    async def read_all(self, after: Cursor = START, limit: int = 1000) -> list[StoredEvent]:
+        """The next events of the global log after the cursor ``after``, in the gap-free order
+        (:mod:`service.store.global_order` says why it never skips an event).
+
+        Returns at most ``limit`` events; an empty list means "caught up for now" (wait for
+        :meth:`listen`, then ask again). Continue from :func:`~service.store.cursor_of` of the last one.
+        """
+        async with self._pool.connection() as conn:
+            return [stored_event(row) for row in await _READER.page(conn, after, limit)]
+
+    async def command(self, command_id: str) -> CommandRow | None:
+        """``(game_id, request_hash, first_version, last_version)`` of a recorded command, or ``None``."""
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(_COMMAND, {"id": command_id}, prepare=True)
+            row = await cursor.fetchone()
+            return None if row is None else (row[0], bytes(row[1]), row[2], row[3])
+
+    async def ledger_last_version(self, game_id: str) -> int | None:
+        """The highest version the command ledger says was written for the game (``None``: no command).
+
+        The verifier compares it with the stream's end: events removed from the end leave no hole.
+        """
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(_LEDGER_LAST_VERSION, (game_id,), prepare=True)
+            row = await cursor.fetchone()
+            return None if row is None or row[0] is None else int(row[0])
+
+    def listen(self) -> Listener:
+        """The ids of games as they are appended to, from ``LISTEN uno_events``.
+
+        Uses a dedicated autocommit connection (a pooled one would be handed to other tasks). Prefer
+        ``async with store.listen() as wakeups:``: entering starts listening *before* the caller catches
+        up with :meth:`read_all`, so no append between the catch-up and the first wait goes unnoticed.
+        Plain ``async for`` works too (listening starts at the first step). See :class:`Listener`.
+        """
+        return Listener(self._dsn)
+
+
+class Listener(AsyncIterator[str]):
+    """An async iterator of game ids, one per committed append, from ``LISTEN uno_events``.
+
+    Notifications are wake-up calls, not the data: PostgreSQL folds identical notifications of one
+    transaction into one and drops them for a listener that was not connected, so a consumer reads
+    the events themselves with ``read_all`` or ``read_stream``.
+
+    The connection is closed by :meth:`aclose` or on leaving ``async with``. A wait cancelled by a
+    timeout (``asyncio.wait_for``) leaves the listener usable. A lost connection raises psycopg's
+    ``OperationalError`` from the iteration.
+    """
+
+    def __init__(self, dsn: str) -> None:
+        """Use :meth:`PostgresStreams.listen`."""
+        self._dsn = dsn
+        self._conn: Connection | None = None
+        self._notifies: AsyncIterator[psycopg.Notify] | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        """Connect and ``LISTEN`` (once); from now on no notification is missed."""
+        if self._closed:
+            raise StoreError("this listener is closed")
+        if self._conn is None:
+            conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+            try:
+                await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            except BaseException:
+                await conn.close()
+                raise
+            self._conn = conn
+
+    async def aclose(self) -> None:
+        """Stop listening and close the connection. Idempotent."""
+        self._closed = True
+        conn, self._conn, self._notifies = self._conn, None, None
+        if conn is not None:
+            await conn.close()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> str:
+        if self._closed:
+            raise StopAsyncIteration
+        await self.start()
+        assert self._conn is not None
+        if self._notifies is None:
+            self._notifies = self._conn.notifies()
+        try:
+            notice = await anext(self._notifies)
+        except BaseException:
+            # A cancelled or failed generator cannot be resumed: the next call starts a fresh one (the
+            # connection keeps listening meanwhile, so nothing is lost).
+            self._notifies = None
+            raise
+        return notice.payload
+
+
+# --- helpers, shared with the unit of work that creates a game ----------------------------------------
+
+
+def write_params(batch: Batch, request_hash: bytes) -> dict[str, Any]:
+    """The parameters of :func:`write_statement` for ``batch``."""
+    return {
+        "command_id": batch.command_id,
+        "game_id": batch.game_id,
+        "request_hash": request_hash,
+        "first_version": batch.first_version,
+        "last_version": batch.last_version,
+        "metadata": Jsonb(batch.metadata),
+        # One jsonb parameter for all the events: adapting it costs a fraction of five arrays.
+        "events": Jsonb(
+            [
+                {"type": event.type, "payload": event.payload, "prev_hash": prev.hex(), "hash": digest.hex()}
+                for event, prev, digest in zip(batch.events, batch.prev_hashes, batch.hashes, strict=True)
+            ]
+        ),
+    }
+
+
+async def maybe_earlier_result(
+    conn: Connection, command_id: str, game_id: str, request_hash: bytes
+) -> AppendResult | None:
+    """The first result of ``command_id`` if it was recorded (same game and request), else ``None``.
+
+    Raises :class:`CommandReused` if it was recorded for another game or request.
+    """
+    cursor = await conn.execute(_COMMAND_RESULT, {"id": command_id}, prepare=True)
+    row = await cursor.fetchone()
+    if row is None:
+        return None
+    stored_game, stored_request, first_version, last_version, last_hash = row
+    if stored_game != game_id:
+        raise CommandReused(command_id, f"for game {stored_game!r}")
+    if bytes(stored_request) != request_hash:
+        raise CommandReused(command_id, "for another request")
+    return AppendResult(first_version, last_version, bytes(last_hash), duplicate=True)
+
+
+async def earlier_result(
+    conn: Connection, command_id: str, game_id: str, request_hash: bytes
+) -> AppendResult:
+    """:func:`maybe_earlier_result` of a command id known to be recorded."""
+    result = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+    if result is None:  # the row was seen a moment ago and rows are never deleted
+        raise StoreError(f"command {command_id!r} was recorded and is now gone")
+    return result
+
+
+def stored_event(row: tuple[Any, ...]) -> StoredEvent:
+    """A row of :data:`EVENT_COLUMNS` as a :class:`StoredEvent`."""
+    position, game_id, version, kind, payload, metadata, recorded_at, xid, prev_hash, digest = row
+    return StoredEvent(
+        position, game_id, version, kind, payload, metadata, recorded_at, xid, bytes(prev_hash), bytes(digest)
+    )
+
+
+async def _stored_hash(conn: Connection, game_id: str, version: int) -> bytes | None:
+    if version == 0:
+        return GENESIS_HASH
+    cursor = await conn.execute(_STORED_HASH, (game_id, version), prepare=True)
+    row = await cursor.fetchone()
+    return None if row is None else bytes(row[0])
+
+
+async def _stream_version(conn: Connection, game_id: str) -> int:
+    cursor = await conn.execute(_STREAM_VERSION, (game_id,), prepare=True)
+    row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def _settle_failed_append(
+    conn: Connection, command_id: str, game_id: str, expected_version: int, request_hash: bytes
+) -> AppendResult:
+    """Explain an append that could not be written: an earlier run of the command, or which error."""
+    earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+    if earlier is not None:
+        return earlier
+    actual = await _stream_version(conn, game_id)
+    if actual == 0:  # every stream starts with its game's first events: no events, no game
+        raise GameNotFound(game_id)
+    raise VersionConflict(game_id, expected_version, actual)
