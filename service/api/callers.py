@@ -11,9 +11,9 @@ from typing import Any
 
 import grpc
 
+from service.errors import PermissionDenied, Unauthenticated
 from service.store import EventStore
 
-from . import errors
 from .auth import ADMIN, SPECTATOR, Caller, bearer, is_admin, token_hash
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -32,7 +32,7 @@ class Callers:
         """The admin, or a spectator with the token it sent (a seat token needs the game to resolve)."""
         token = bearer(context.invocation_metadata())
         if token == "":
-            raise errors.unauthenticated("authorization metadata must be 'Bearer <token>'")
+            raise Unauthenticated("authorization metadata must be 'Bearer <token>'")
         if token is not None and is_admin(token, self.admin_token_hash):
             return ADMIN, token
         return SPECTATOR, token
@@ -47,7 +47,7 @@ class Callers:
         if seat is None:
             seat = await self.store.seat_for_token(game_id, key[1])
             if seat is None:
-                raise errors.unauthenticated("the token is not a seat token of this game")
+                raise Unauthenticated("the token is not a seat token of this game")
             self._seats[key] = seat
             if len(self._seats) > SEAT_CACHE:
                 self._seats.popitem(last=False)
@@ -59,5 +59,5 @@ class Callers:
         if caller.admin:
             return
         if token is None:
-            raise errors.unauthenticated("this needs the adjudicator's (admin) token")
-        raise errors.denied("only the adjudicator (admin token) may do this")
+            raise Unauthenticated("this needs the adjudicator's (admin) token")
+        raise PermissionDenied("only the adjudicator (admin token) may do this")

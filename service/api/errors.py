@@ -1,8 +1,22 @@
-"""gRPC errors with ``google.rpc.Status`` details: the code, a message, and the rule id as ErrorInfo.
+"""The one mapping of the service's errors (:mod:`service.errors`) to gRPC statuses with rich details.
 
-DESIGN: INVALID_ARGUMENT for a malformed request (the message names the field), NOT_FOUND, FAILED_PRECONDITION
-for a rule violation (``ErrorInfo.reason`` = the rule id of docs/RULES.md), ABORTED for a version
-conflict the client asked to hear about, UNAUTHENTICATED, PERMISSION_DENIED.
+Every refusal becomes its status code, its message, and a ``google.rpc.ErrorInfo`` detail whose ``reason``
+is the error's machine reason (a rule id for a rule violation, ``VERSION_CONFLICT``, ``GAME_EXISTS``, …)
+and whose metadata is the error's (the field, the actual version, the game id…):
+
+============================  ======================
+error                         status
+============================  ======================
+``InvalidInput``              INVALID_ARGUMENT
+``NotFound``                  NOT_FOUND
+``RuleViolation``             FAILED_PRECONDITION
+``Precondition``              FAILED_PRECONDITION
+``Conflict``                  ABORTED
+``AlreadyExists``             ALREADY_EXISTS
+``Unavailable``               UNAVAILABLE
+``Unauthenticated``           UNAUTHENTICATED
+``PermissionDenied``          PERMISSION_DENIED
+============================  ======================
 """
 
 from __future__ import annotations
@@ -14,57 +28,50 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from service.errors import (
+    AlreadyExists,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    Precondition,
+    RuleViolation,
+    ServiceError,
+    Unauthenticated,
+    Unavailable,
+)
+
 DOMAIN = "uno-audit"
 
-
-class ApiError(Exception):
-    """An RPC failure to report to the client; the servicer turns it into a rich status."""
-
-    def __init__(
-        self, code: grpc.StatusCode, message: str, reason: str | None = None, **metadata: str
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.reason = reason
-        self.metadata: Mapping[str, str] = metadata
-
-    def status(self) -> grpc.Status:
-        """The ``grpc.Status`` carrying ``google.rpc.Status`` with an ErrorInfo detail."""
-        detail = any_pb2.Any()
-        detail.Pack(
-            error_details_pb2.ErrorInfo(
-                reason=self.reason or self.code.name, domain=DOMAIN, metadata=dict(self.metadata)
-            )
-        )
-        code_value = getattr(code_pb2, self.code.name)
-        status: grpc.Status = rpc_status.to_status(
-            status_pb2.Status(code=code_value, message=self.message, details=[detail])
-        )
-        return status
+CODES: Mapping[type[ServiceError], grpc.StatusCode] = {
+    InvalidInput: grpc.StatusCode.INVALID_ARGUMENT,
+    NotFound: grpc.StatusCode.NOT_FOUND,
+    RuleViolation: grpc.StatusCode.FAILED_PRECONDITION,
+    Precondition: grpc.StatusCode.FAILED_PRECONDITION,
+    Conflict: grpc.StatusCode.ABORTED,
+    AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    Unavailable: grpc.StatusCode.UNAVAILABLE,
+    Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
+}
 
 
-def invalid(field: str, message: str) -> ApiError:
-    """INVALID_ARGUMENT naming the field."""
-    return ApiError(grpc.StatusCode.INVALID_ARGUMENT, f"{field}: {message}", "INVALID_ARGUMENT", field=field)
+def code_of(error: ServiceError) -> grpc.StatusCode:
+    """The status code of ``error``'s kind (a subclass takes its nearest registered ancestor's)."""
+    for kind in type(error).__mro__:
+        if kind in CODES:
+            return CODES[kind]
+    return grpc.StatusCode.INTERNAL
 
 
-def not_found(what: str) -> ApiError:
-    return ApiError(grpc.StatusCode.NOT_FOUND, what, "NOT_FOUND")
-
-
-def unauthenticated(message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.UNAUTHENTICATED, message, "UNAUTHENTICATED")
-
-
-def denied(message: str) -> ApiError:
-    return ApiError(grpc.StatusCode.PERMISSION_DENIED, message, "PERMISSION_DENIED")
-
-
-def rule_violation(rule: str, message: str) -> ApiError:
-    """FAILED_PRECONDITION for a command the rules do not allow; ``reason`` is the rule id."""
-    return ApiError(grpc.StatusCode.FAILED_PRECONDITION, f"{rule}: {message}", rule, rule=rule)
-
-
-def aborted(message: str, actual_version: int) -> ApiError:
-    return ApiError(grpc.StatusCode.ABORTED, message, "VERSION_CONFLICT", actual_version=str(actual_version))
+def status_of(error: ServiceError) -> grpc.Status:
+    """The ``grpc.Status`` carrying ``google.rpc.Status`` with an ErrorInfo detail."""
+    code = code_of(error)
+    detail = any_pb2.Any()
+    detail.Pack(
+        error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=dict(error.metadata))
+    )
+    status: grpc.Status = rpc_status.to_status(
+        status_pb2.Status(code=getattr(code_pb2, code.name), message=error.message, details=[detail])
+    )
+    return status

@@ -6,39 +6,35 @@ states in memory keyed by game (with their version and last chain hash), so a co
 and no reads, whatever the game's length. A cached state can be behind when several instances serve the
 same game; the store's version check then refuses the append, and the handler catches up (reads only
 the events after its cached version), decides again and retries. A rejection decided on a cached state
-is confirmed the same way before it is reported, so a stale cache never rejects a legal command.
+is confirmed the same way before it is reported, so a stale cache never rejects a legal command. The
+loop itself is :func:`service.runner.run`, which the auditor writes through too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import grpc
-
 from service.audit.entries import RecordImported
 from service.catalogue import decode_event, encode, split
+from service.errors import AlreadyExists, InvalidInput, NotFound, Precondition, RuleViolation
 from service.rules.commands import Command, CreateGame
 from service.rules.decide import CommandError, create, execute
 from service.rules.events import Event, GameCreated
 from service.rules.state import State, evolve, new_state
 from service.rules.violations import Violation
+from service.runner import Appended, Decision, ExistingStream, Head, Repeated, create_stream, run
 from service.store import (
     AppendResult,
-    CommandReused,
     EventStore,
     NewEvent,
     StoredEvent,
-    VersionConflict,
 )
 
-from . import errors
 from .auth import new_token, token_hash
 
-MAX_ATTEMPTS = 8
 #: The request field behind each command field the rules engine may find out of range.
 _FIELDS = {"player": "header.as_seat", "target": "target", "dealer": "dealer"}
 
@@ -100,13 +96,12 @@ class CommandHandler:
         if loaded is None:
             events = await self.store.read_stream(game_id)
             if not events:
-                raise errors.not_found(f"no game {game_id!r}")
+                raise NotFound(f"no game {game_id!r}")
             if events[0].type == RecordImported.__name__:
-                raise errors.ApiError(
-                    grpc.StatusCode.FAILED_PRECONDITION,
+                raise Precondition(
                     f"game {game_id!r} is an imported table record: it takes no commands and has no live "
                     "table; AuditService verifies, exports and rules on it",
-                    "IMPORTED_GAME",
+                    reason="IMPORTED_GAME",
                 )
             first = decode_event(events[0].type, events[0].payload)
             assert isinstance(first, GameCreated)
@@ -153,19 +148,19 @@ class CommandHandler:
         created = create(command)
         if isinstance(created, Violation):
             field = "dealer" if created.rule.value == "setup.dealer" else "players"
-            raise errors.invalid(field, created.message)
-        game_id = str(uuid.uuid4())
+            raise InvalidInput(field, created.message)
         tokens = tuple(new_token() for _ in command.players)
         events: list[Event] = [created]
         state = new_state(created)
         if first_round is not None:
             dealt = execute(state, first_round)
             if isinstance(dealt, Violation):
-                raise errors.invalid("fixed_deck", dealt.message)
+                raise InvalidInput("fixed_deck", dealt.message)
             events.extend(dealt[0])
             state = dealt[1]
-        try:
-            result = await self.store.create_game(
+
+        async def write(game_id: str) -> AppendResult:
+            return await self.store.create_game(
                 game_id,
                 variant=command.variant.value,
                 players=command.players,
@@ -177,17 +172,17 @@ class CommandHandler:
                 events=[stored_form(e) for e in events],
                 metadata=metadata,
             )
-        except CommandReused as reused:
-            # Every creation draws a new game id, so a retry of a creation reaches the store as a reuse.
-            seen = await self.store.command(command_id)
-            if seen is not None and seen[1] == request_hash:
-                raise errors.ApiError(
-                    grpc.StatusCode.ALREADY_EXISTS,
-                    "this command id already created a game; its seat tokens were shown once, not again",
-                    "GAME_EXISTS",
-                    game_id=seen[0],
-                ) from None
-            raise errors.invalid("command_id", f"already used for another request ({reused})") from None
+
+        created_stream = await create_stream(
+            self.store, command_id=command_id, request_hash=request_hash, write=write
+        )
+        if isinstance(created_stream, ExistingStream):
+            raise AlreadyExists(
+                "this command id already created a game; its seat tokens were shown once, not again",
+                reason="GAME_EXISTS",
+                game_id=created_stream.game_id,
+            )
+        game_id, result = created_stream.game_id, created_stream.result
         loaded = Loaded(state, result.last_version, result.last_hash, tournament_id)
         self._remember(game_id, loaded)
         outcome = Outcome(game_id, result.last_version, result.events, state, False, tournament_id)
@@ -205,71 +200,42 @@ class CommandHandler:
         expected_version: int | None,
         metadata: dict[str, object],
     ) -> Outcome:
-        """Decide ``command`` and append its events; raises :class:`errors.ApiError` when refused."""
-        loaded = self._cache.get(game_id) or await self.load(game_id)
-        for attempt in range(MAX_ATTEMPTS):
-            if expected_version is not None and expected_version != loaded.version:
-                loaded = await self.load(game_id)  # the cache may be behind; the client's word decides
-                if expected_version != loaded.version:
-                    earlier = await self._earlier(game_id, command_id, request_hash)
-                    if earlier is not None:  # a retry of a command that moved the game on
-                        return earlier
-                    raise errors.aborted(
-                        f"the game is at version {loaded.version}, not {expected_version}", loaded.version
-                    )
+        """Decide ``command`` and append its events; raises a :class:`~service.errors.ServiceError` when
+        refused."""
+
+        async def load(fresh: bool) -> Loaded:
+            cached = None if fresh else self._cache.get(game_id)
+            return cached or await self.load(game_id)
+
+        def decide(loaded: Loaded) -> Decision[State]:
             try:
                 outcome = execute(loaded.state, command)
             except CommandError as bad:
-                raise errors.invalid(_FIELDS.get(bad.field, bad.field), str(bad)) from None
+                raise InvalidInput(_FIELDS.get(bad.field, bad.field), str(bad)) from None
             if isinstance(outcome, Violation):
-                if attempt == 0:
-                    # A retry of a command accepted earlier is answered with its first result; anything
-                    # else is judged again on the store's latest state before it is refused.
-                    earlier = await self._earlier(game_id, command_id, request_hash)
-                    if earlier is not None:
-                        return earlier
-                    loaded = await self.load(game_id)
-                    continue
-                raise errors.rule_violation(outcome.rule.value, outcome.message)
+                raise RuleViolation(outcome.rule.value, outcome.message)
             events, state = outcome
-            try:
-                result = await self.store.append(
-                    game_id,
-                    loaded.version,
-                    [stored_form(e) for e in events],
-                    command_id=command_id,
-                    request_hash=request_hash,
-                    metadata=metadata,
-                    prev_hash=loaded.last_hash,
-                )
-            except VersionConflict as conflict:
-                if expected_version is not None:
-                    raise errors.aborted(
-                        f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
-                    ) from None
-                loaded = await self.load(game_id)
-                continue
-            except CommandReused as reused:
-                raise errors.invalid("command_id", f"already used for another request ({reused})") from None
-            if result.duplicate:
-                return await self._replay(game_id, result)
-            if loaded.version < result.last_version:  # a concurrent read may have applied it already
-                loaded.state, loaded.version, loaded.last_hash = state, result.last_version, result.last_hash
-            self._remember(game_id, loaded)
-            return Outcome(game_id, result.last_version, result.events, state, False, loaded.tournament_id)
-        raise errors.ApiError(
-            errors.aborted("", 0).code, f"the game changed {MAX_ATTEMPTS} times while deciding; try again"
-        )
+            return Decision([stored_form(e) for e in events], state)
 
-    async def _earlier(self, game_id: str, command_id: str, request_hash: bytes) -> Outcome | None:
-        """The first result of ``command_id`` if it was accepted before (an idempotent retry)."""
-        seen = await self.store.command(command_id)
-        if seen is None:
-            return None
-        seen_game, seen_hash, first, last = seen
-        if seen_game != game_id or seen_hash != request_hash:
-            raise errors.invalid("command_id", "already used for another request")
-        return await self._replay(game_id, AppendResult(first, last, b"", True, ()))
+        ran = await run(
+            self.store,
+            game_id,
+            command_id=command_id,
+            request_hash=request_hash,
+            metadata=metadata,
+            load=load,
+            head=lambda loaded: Head(loaded.version, loaded.last_hash),
+            decide=decide,
+            expected_version=expected_version,
+        )
+        if isinstance(ran, Repeated):
+            return await self._replay(game_id, ran.result)
+        assert isinstance(ran, Appended)  # every accepted command has events (at least its prompt)
+        loaded, result, state = ran.snapshot, ran.result, ran.decision.outcome
+        if loaded.version < result.last_version:  # a concurrent read may have applied it already
+            loaded.state, loaded.version, loaded.last_hash = state, result.last_version, result.last_hash
+        self._remember(game_id, loaded)
+        return Outcome(game_id, result.last_version, result.events, state, False, loaded.tournament_id)
 
     async def _replay(self, game_id: str, result: AppendResult) -> Outcome:
         loaded = await self.load(game_id)

@@ -22,6 +22,14 @@ from projections.projector import read_lag
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.catalogue import type_name
+from service.errors import (
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    ServiceError,
+    Unauthenticated,
+    Unavailable,
+)
 from service.rules import commands as cmd
 from service.rules.cards import Card, CardError, Colour
 from service.rules.events import Awaiting, GameEnded
@@ -48,7 +56,7 @@ _GAME_ENDED = type_name(GameEnded)
 
 def valid_id(value: str, field: str) -> str:
     if not value or len(value) > MAX_ID or not value.isprintable():
-        raise errors.invalid(field, f"must be 1 to {MAX_ID} printable characters")
+        raise InvalidInput(field, f"must be 1 to {MAX_ID} printable characters")
     return value
 
 
@@ -57,7 +65,7 @@ def _colour(value: str, field: str) -> Colour | None:
         return None
     colour = COLOURS.get(value)
     if colour is None:
-        raise errors.invalid(field, f"{value!r} is not a colour (R, Y, G or B)")
+        raise InvalidInput(field, f"{value!r} is not a colour (R, Y, G or B)")
     return colour
 
 
@@ -65,7 +73,7 @@ def _card(value: str, field: str) -> Card:
     try:
         return Card.parse(value)
     except CardError as bad:
-        raise errors.invalid(field, str(bad)) from None
+        raise InvalidInput(field, str(bad)) from None
 
 
 def _deck(tokens: Any, field: str) -> tuple[Card, ...]:
@@ -106,12 +114,12 @@ class GameService(pb_grpc.GameServiceServicer):
     def _acting_seat(caller: Caller, header: pb.CommandHeader) -> int:
         if caller.admin:
             if not header.HasField("as_seat"):
-                raise errors.invalid("header.as_seat", "the admin must name the seat it acts for")
+                raise InvalidInput("header.as_seat", "the admin must name the seat it acts for")
             return header.as_seat
         if caller.seat is None:
-            raise errors.unauthenticated("acting needs a seat token of this game")
+            raise Unauthenticated("acting needs a seat token of this game")
         if header.HasField("as_seat") and header.as_seat != caller.seat:
-            raise errors.denied(f"a seat token acts only for its own seat ({caller.seat})")
+            raise PermissionDenied(f"a seat token acts only for its own seat ({caller.seat})")
         return caller.seat
 
     # --- the commands ----------------------------------------------------------------------------------
@@ -132,13 +140,11 @@ class GameService(pb_grpc.GameServiceServicer):
             game_id = valid_id(header.game_id, "header.game_id")
             command_id = valid_id(header.command_id, "header.command_id")
             if header.HasField("expected_version") and header.expected_version < 0:
-                raise errors.invalid("header.expected_version", "must not be negative")
+                raise InvalidInput("header.expected_version", "must not be negative")
             caller = await self.callers.caller(context, game_id)
             if start_round is not None:
                 if caller.spectator:
-                    raise errors.unauthenticated(
-                        "starting a round needs a seat token of this game or the admin"
-                    )
+                    raise Unauthenticated("starting a round needs a seat token of this game or the admin")
                 command = start_round(caller)
                 seat: int | str = "admin" if caller.admin else caller.seat  # type: ignore[assignment]
             else:
@@ -154,8 +160,8 @@ class GameService(pb_grpc.GameServiceServicer):
                 expected_version=header.expected_version if header.HasField("expected_version") else None,
                 metadata={"command_id": command_id, "actor": seat, "command": method},
             )
-        except errors.ApiError as error:
-            fields.update(outcome="rejected", code=error.code.name, rule=error.reason)
+        except ServiceError as error:
+            fields.update(outcome="rejected", code=errors.code_of(error).name, rule=error.reason)
             log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
             await fail(context, error)
         fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
@@ -181,7 +187,7 @@ class GameService(pb_grpc.GameServiceServicer):
     async def StartRound(self, request: pb.StartRoundRequest, context: Context) -> pb.CommandReply:
         def build(caller: Caller) -> cmd.Command:
             if request.fixed_deck and not caller.admin:
-                raise errors.denied("only the admin may deal from a fixed deck")
+                raise PermissionDenied("only the admin may deal from a fixed deck")
             return cmd.StartRound(
                 deck=_deck(request.fixed_deck, "fixed_deck") if request.fixed_deck else None
             )
@@ -222,7 +228,7 @@ class GameService(pb_grpc.GameServiceServicer):
             colour = _colour(request.colour, "colour")
             target = request.target if request.HasField("target") else None
             if (colour is None) == (target is None):
-                raise errors.invalid("colour", "choose either a colour or a target")
+                raise InvalidInput("colour", "choose either a colour or a target")
             return cmd.Choose(seat, colour, target)
 
         return await self._command(context, "Choose", request, build)
@@ -236,20 +242,20 @@ class GameService(pb_grpc.GameServiceServicer):
             command_id = valid_id(request.command_id, "command_id")
             variant = VARIANT_OF.get(request.variant)
             if variant is None:
-                raise errors.invalid("variant", "choose CLASSIC, SONIC, ATTACK or MARIO_KART")
+                raise InvalidInput("variant", "choose CLASSIC, SONIC, ATTACK or MARIO_KART")
             given = {k: _plain(v) for k, v in dict(request.options).items()}
             if request.HasField("target_score"):
                 given["target_score"] = request.target_score
             try:
                 options = make_options(variant, given)
             except OptionError as bad:
-                raise errors.invalid("options", str(bad)) from None
+                raise InvalidInput("options", str(bad)) from None
             if len(request.tournament_id) > MAX_ID:
-                raise errors.invalid("tournament_id", f"at most {MAX_ID} characters")
+                raise InvalidInput("tournament_id", f"at most {MAX_ID} characters")
             first_round = None
             if request.fixed_deck:
                 if not caller.admin:
-                    raise errors.denied("only the admin may deal from a fixed deck")
+                    raise PermissionDenied("only the admin may deal from a fixed deck")
                 first_round = cmd.StartRound(deck=_deck(request.fixed_deck, "fixed_deck"))
             dealer = request.dealer if request.HasField("dealer") else None
             create = cmd.CreateGame(variant, tuple(request.players), options, new_seed(), dealer)
@@ -266,12 +272,12 @@ class GameService(pb_grpc.GameServiceServicer):
                 },
                 first_round=first_round,
             )
-        except errors.ApiError as error:
+        except ServiceError as error:
             log.info(
                 "command",
                 command="CreateGame",
                 outcome="rejected",
-                code=error.code.name,
+                code=errors.code_of(error).name,
                 rule=error.reason,
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
@@ -301,7 +307,7 @@ class GameService(pb_grpc.GameServiceServicer):
             game_id = valid_id(request.game_id, "game_id")
             caller = await self.callers.caller(context, game_id)
             loaded = await self.handler.load(game_id)
-        except errors.ApiError as error:
+        except ServiceError as error:
             await fail(context, error)
         return game_view(game_id, loaded.state, loaded.version, caller, loaded.tournament_id)
 
@@ -310,8 +316,8 @@ class GameService(pb_grpc.GameServiceServicer):
             self.callers.server_caller(context)  # a malformed authorization header is refused here too
             size = request.page_size or 50
             if not 1 <= size <= MAX_PAGE:
-                raise errors.invalid("page_size", f"must be 1 to {MAX_PAGE}")
-        except errors.ApiError as error:
+                raise InvalidInput("page_size", f"must be 1 to {MAX_PAGE}")
+        except ServiceError as error:
             await fail(context, error)
         rows = await self.store.list_games(
             tournament_id=request.tournament_id or None, after=request.page_token or None, limit=size + 1
@@ -337,11 +343,11 @@ class GameService(pb_grpc.GameServiceServicer):
         try:
             game_id = valid_id(request.game_id, "game_id")
             if request.after_version < 0:
-                raise errors.invalid("after_version", "must not be negative")
+                raise InvalidInput("after_version", "must not be negative")
             caller = await self.callers.caller(context, game_id)
             loaded = await self.handler.load(game_id)
-        except errors.ApiError as error:
-            await context.abort_with_status(error.status())
+        except ServiceError as error:
+            await context.abort_with_status(errors.status_of(error))
             return
         players = len(loaded.state.players)
         after = request.after_version
@@ -365,10 +371,10 @@ class GameService(pb_grpc.GameServiceServicer):
             wanted = self._min_version(request)
             found = await queries.scores(self.store, game_id, min_version=wanted)
             if found is None:
-                raise errors.not_found(f"no game {game_id!r} in the read models")
+                raise NotFound(f"no game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
             await fail(context, _lagging(lag))
-        except errors.ApiError as error:
+        except ServiceError as error:
             await fail(context, error)
         return pb.GetScoresReply(
             game_id=game_id,
@@ -393,12 +399,12 @@ class GameService(pb_grpc.GameServiceServicer):
             cursor = None
             if request.HasField("min_cursor"):
                 if request.min_cursor.xid < 0 or request.min_cursor.position < 0:
-                    raise errors.invalid("min_cursor", "xid and position must not be negative")
+                    raise InvalidInput("min_cursor", "xid and position must not be negative")
                 cursor = Cursor(request.min_cursor.xid, request.min_cursor.position)
             found = await queries.standings(self.store, tournament, min_cursor=cursor)
         except queries.ProjectionLag as lag:
             await fail(context, _lagging(lag))
-        except errors.ApiError as error:
+        except ServiceError as error:
             await fail(context, error)
         return pb.GetStandingsReply(
             tournament_id=tournament,
@@ -424,17 +430,17 @@ class GameService(pb_grpc.GameServiceServicer):
             game_id = valid_id(request.game_id, "game_id")
             caller = await self.callers.caller(context, game_id)
             if caller.spectator:
-                raise errors.unauthenticated("reading a hand needs that seat's token or the admin's")
+                raise Unauthenticated("reading a hand needs that seat's token or the admin's")
             if not caller.admin and request.seat != caller.seat:
-                raise errors.denied(f"a seat token reads only its own hand (seat {caller.seat})")
+                raise PermissionDenied(f"a seat token reads only its own hand (seat {caller.seat})")
             found = await queries.hand(
                 self.store, game_id, request.seat, min_version=self._min_version(request)
             )
             if found is None:
-                raise errors.not_found(f"no seat {request.seat} of game {game_id!r} in the read models")
+                raise NotFound(f"no seat {request.seat} of game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
             await fail(context, _lagging(lag))
-        except errors.ApiError as error:
+        except ServiceError as error:
             await fail(context, error)
         return pb.GetHandReply(
             game_id=game_id, seat=found.seat, version=found.version, cards=list(found.cards)
@@ -456,22 +462,21 @@ class GameService(pb_grpc.GameServiceServicer):
         if not request.HasField("min_version"):
             return None
         if request.min_version < 0:
-            raise errors.invalid("min_version", "must not be negative")
+            raise InvalidInput("min_version", "must not be negative")
         return request.min_version
 
 
-async def fail(context: Context, error: errors.ApiError) -> NoReturn:
+async def fail(context: Context, error: ServiceError) -> NoReturn:
     """End the RPC with ``error`` as a rich status (``abort_with_status`` raises; it never returns)."""
-    await context.abort_with_status(error.status())
+    await context.abort_with_status(errors.status_of(error))
     raise AssertionError("unreachable: abort_with_status raises")
 
 
-def _lagging(lag: queries.ProjectionLag) -> errors.ApiError:
+def _lagging(lag: queries.ProjectionLag) -> Unavailable:
     """UNAVAILABLE: the read models did not reach the asked-for point in time; the client may retry."""
-    return errors.ApiError(
-        grpc.StatusCode.UNAVAILABLE,
+    return Unavailable(
         str(lag),
-        "PROJECTION_LAG",
+        reason="PROJECTION_LAG",
         events_behind=str(lag.lag.events_behind),
         seconds_behind=f"{lag.lag.seconds_behind:.3f}",
     )

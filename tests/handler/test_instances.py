@@ -10,6 +10,7 @@ import pytest
 
 from service.api import errors
 from service.api.handler import CommandHandler
+from service.errors import Conflict, RuleViolation
 from service.rules import CreateGame, Draw, Pass, Play, StartRound, Variant, make_options
 from service.rules.cards import Colour
 from service.rules.commands import Accept, Choose, Command
@@ -86,9 +87,9 @@ async def test_a_stale_instance_does_not_overwrite_with_a_client_version(store: 
     await _turn_action(second, game_id)
     state = (await first.load(game_id)).state
     ids = _ids() | {"expected_version": before}
-    with pytest.raises(errors.ApiError) as refused:
+    with pytest.raises(Conflict) as refused:
         await first.handle(game_id, Draw(state.turn), **ids)  # type: ignore[arg-type]
-    assert refused.value.code is grpc.StatusCode.ABORTED
+    assert errors.code_of(refused.value) is grpc.StatusCode.ABORTED
     stored = await store.read_stream(game_id)
     assert len(stored) > before
     assert refused.value.metadata["actual_version"] == str(len(stored))
@@ -100,8 +101,8 @@ async def test_a_rule_violation_is_confirmed_on_the_latest_state(store: EventSto
     state = (await first.load(game_id)).state
     not_on_turn = (state.turn + 1) % 3
     card = state.hands[not_on_turn][0]
-    with pytest.raises(errors.ApiError) as refused:
+    with pytest.raises(RuleViolation) as refused:
         await second.handle(game_id, Play(not_on_turn, card, None), **_ids())  # type: ignore[arg-type]
-    assert refused.value.code is grpc.StatusCode.FAILED_PRECONDITION
+    assert errors.code_of(refused.value) is grpc.StatusCode.FAILED_PRECONDITION
     assert refused.value.reason == "turn.order"
     assert len(await store.read_stream(game_id)) == (await first.load(game_id)).version

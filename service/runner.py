@@ -1,0 +1,201 @@
+"""The application's two write protocols over the event store, written once for every writer.
+
+* :func:`run` — *load → decide → append → retry*: decide a command against the stream as loaded and
+  append what it decided with an optimistic version check; when another writer got there first, load
+  again and decide again. The command handler (table actions) and the auditor (disputes, rulings, a seed
+  reveal) both write through it.
+* :func:`create_stream` — the idempotent creation of a new stream (a game, an imported record): a new id
+  each time, and a retry of the same command id and request answered with the stream it created.
+
+Both are transport-free: refusals are :mod:`service.errors` exceptions. Idempotency rests on the store's
+command ledger: a command id is recorded with the hash of its request; the same id with the same request
+is answered with what it did the first time, the same id with another request is refused.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from service.errors import Conflict, InvalidInput, ServiceError
+from service.store import AppendResult, CommandReused, EventStore, NewEvent, VersionConflict
+
+#: How many times a command is decided again because the stream moved on meanwhile.
+MAX_ATTEMPTS = 8
+
+S = TypeVar("S")  # what a writer loads: a game's state, a stored game's log
+D = TypeVar("D")  # what a decision carries back to its writer besides the events
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """Where a stream stands: the version and the hash the next append must follow."""
+
+    version: int
+    last_hash: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Decision(Generic[D]):
+    """What a command decided: the events to append (none: nothing to do), and the writer's ``outcome``."""
+
+    events: Sequence[NewEvent]
+    outcome: D
+
+
+@dataclass(frozen=True, slots=True)
+class Appended(Generic[S, D]):
+    """The command appended its events: the snapshot it was decided on, the decision, the store's result."""
+
+    snapshot: S
+    decision: Decision[D]
+    result: AppendResult
+
+
+@dataclass(frozen=True, slots=True)
+class Repeated:
+    """A retry of a command already carried out: ``result`` holds the versions its events took then."""
+
+    result: AppendResult
+
+
+@dataclass(frozen=True, slots=True)
+class Unchanged(Generic[S]):
+    """The command decided there was nothing to append."""
+
+    snapshot: S
+
+
+Ran = Appended[S, D] | Repeated | Unchanged[S]
+
+
+async def earlier(store: EventStore, game_id: str, command_id: str, request_hash: bytes) -> Repeated | None:
+    """The first result of ``command_id`` when it was carried out before with the same request; refused
+    (``command_id``) when it was used for another request or another game."""
+    seen = await store.command(command_id)
+    if seen is None:
+        return None
+    seen_game, seen_hash, first, last = seen
+    if seen_game != game_id or seen_hash != request_hash:
+        raise InvalidInput("command_id", "already used for another request")
+    return Repeated(AppendResult(first, last, b"", True, ()))
+
+
+async def run(
+    store: EventStore,
+    game_id: str,
+    *,
+    command_id: str,
+    request_hash: bytes,
+    metadata: Mapping[str, object],
+    load: Callable[[bool], Awaitable[S]],
+    head: Callable[[S], Head],
+    decide: Callable[[S], Decision[D]],
+    expected_version: int | None = None,
+) -> Ran[S, D]:
+    """Decide a command on the stream and append its events (see the module docstring).
+
+    ``load(fresh)`` gives the stream's snapshot: ``fresh=False`` may answer from a writer's cache, which
+    can be behind the store; ``fresh=True`` must read the store. ``decide`` raises a
+    :class:`~service.errors.ServiceError` to refuse. A refusal or a version mismatch found on a cached
+    snapshot is confirmed on a fresh one before it is believed, and a retry of a command already carried
+    out is answered with its first result (:class:`Repeated`) instead. ``expected_version`` is the
+    version the client decided against: when the stream is elsewhere, the command fails with a
+    ``VERSION_CONFLICT`` :class:`~service.errors.Conflict` rather than being decided again.
+    """
+    snapshot = await load(False)
+    fresh = False
+    for _ in range(MAX_ATTEMPTS):
+        at = head(snapshot)
+        if expected_version is not None and expected_version != at.version:
+            if not fresh:  # the cache may be behind; the client's word decides
+                snapshot, fresh = await load(True), True
+                continue
+            repeated = await earlier(store, game_id, command_id, request_hash)
+            if repeated is not None:  # a retry of a command that moved the game on
+                return repeated
+            raise version_conflict(f"the game is at version {at.version}, not {expected_version}", at.version)
+        try:
+            decision = decide(snapshot)
+        except InvalidInput:
+            raise  # judged on the request alone
+        except ServiceError:
+            # A retry of a command accepted earlier is answered with its first result; anything else is
+            # judged again on the store's latest state before it is refused.
+            repeated = await earlier(store, game_id, command_id, request_hash)
+            if repeated is not None:
+                return repeated
+            if fresh:
+                raise
+            snapshot, fresh = await load(True), True
+            continue
+        if not decision.events:
+            return Unchanged(snapshot)
+        try:
+            result = await store.append(
+                game_id,
+                at.version,
+                decision.events,
+                command_id=command_id,
+                request_hash=request_hash,
+                metadata=metadata,
+                prev_hash=at.last_hash,
+            )
+        except VersionConflict as conflict:
+            if expected_version is not None:
+                raise version_conflict(
+                    f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
+                ) from None
+            snapshot, fresh = await load(True), True
+            continue
+        except CommandReused as reused:
+            raise InvalidInput("command_id", f"already used for another request ({reused})") from None
+        if result.duplicate:
+            return Repeated(result)
+        return Appended(snapshot, decision, result)
+    raise Conflict(f"the game changed {MAX_ATTEMPTS} times while deciding; try again")
+
+
+def version_conflict(message: str, actual: int) -> Conflict:
+    """The stream is not at the version the client expected (it may read ``actual_version`` and retry)."""
+    return Conflict(message, reason="VERSION_CONFLICT", actual_version=str(actual))
+
+
+@dataclass(frozen=True, slots=True)
+class NewStream:
+    """A stream created now: its id and the store's result."""
+
+    game_id: str
+    result: AppendResult
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingStream:
+    """A retried creation: the stream the first attempt created, and its version then."""
+
+    game_id: str
+    version: int
+
+
+async def create_stream(
+    store: EventStore,
+    *,
+    command_id: str,
+    request_hash: bytes,
+    write: Callable[[str], Awaitable[AppendResult]],
+) -> NewStream | ExistingStream:
+    """Create a stream with a new id through ``write(game_id)`` (the store's ``create_game``).
+
+    Every creation draws a new id, so a retry reaches the store as a reused command id: the same request
+    is answered with the stream it created (:class:`ExistingStream`), another is refused (``command_id``).
+    """
+    game_id = str(uuid.uuid4())
+    try:
+        return NewStream(game_id, await write(game_id))
+    except CommandReused as reused:
+        seen = await store.command(command_id)
+        if seen is not None and seen[1] == request_hash:
+            return ExistingStream(seen[0], seen[3])
+        raise InvalidInput("command_id", f"already used for another request ({reused})") from None
