@@ -8,10 +8,20 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.types.json import Jsonb
 
-from service.store import EventStore, MigrationError, apply_migrations, migrations
+from service.store import (
+    GENESIS_HASH,
+    CommandReused,
+    EventStore,
+    MigrationError,
+    NewEvent,
+    apply_migrations,
+    chain_hash,
+    migrations,
+)
 
-from .support import count
+from .support import assert_valid_stream, count, played
 
 
 async def test_migrate_twice_applies_nothing_the_second_time(database_url: str) -> None:
@@ -59,3 +69,51 @@ async def test_an_applied_migration_that_changed_is_an_error(store: EventStore, 
         await conn.execute("UPDATE schema_migrations SET sha256 = '\\x00' WHERE name = '0001_events'")
     with pytest.raises(MigrationError, match="0001_events"):
         await store.migrate()
+
+
+async def test_a_database_from_before_0003_keeps_its_commands_and_streams(database_url: str) -> None:
+    """Migration 0003 re-keys the ledger and the events of a database that already has games."""
+    before = [m for m in migrations() if m.name < "0003"]
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute(
+            "CREATE TABLE schema_migrations (name text PRIMARY KEY, sha256 bytea NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for migration in before:  # as the runner of that time applied them
+            await conn.execute(migration.sql.encode())
+            await conn.execute(
+                "INSERT INTO schema_migrations (name, sha256) VALUES (%s, %s)",
+                (migration.name, migration.sha256),
+            )
+    async with await EventStore.open(database_url) as store:
+        await store_old_game(database_url)
+        assert await store.migrate() == [m.name for m in migrations() if m.name >= "0003"]
+        again = await store.append("old", 1, [played(1)], command_id="c1", request_hash=b"r", metadata={})
+        assert again.duplicate and (again.first_version, again.last_version) == (2, 2)
+        with pytest.raises(CommandReused, match="for game 'old'"):
+            await store.append("other", 0, [played(1)], command_id="c1", request_hash=b"r", metadata={})
+        assert await store.command("create:old") == ("old", b"c", 1, 1)
+        await store.append("old", 2, [played(2)], command_id="c2", request_hash=b"r", metadata={})
+        assert_valid_stream(await store.read_stream("old"))
+    assert await count(database_url, "SELECT count(*) FROM command_ids") == 3
+
+
+async def store_old_game(url: str) -> None:
+    """A game with two commands written with plain SQL against the schema of migrations 0001-0002."""
+    created, played_1 = NewEvent("GameCreated", {"variant": "classic"}), played(1)
+    first = chain_hash(GENESIS_HASH, "old", 1, created.type, created.payload)
+    second = chain_hash(first, "old", 2, played_1.type, played_1.payload)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn, conn.transaction():
+        await conn.execute("INSERT INTO games (game_id, variant, players) VALUES ('old', 'classic', '[]')")
+        for command_id, request, version in (("create:old", b"c", 1), ("c1", b"r", 2)):
+            await conn.execute(
+                "INSERT INTO commands (command_id, game_id, request_sha256, first_version, last_version) "
+                "VALUES (%s, 'old', %s, %s, %s)",
+                (command_id, request, version, version),
+            )
+        for version, event, prev, digest in ((1, created, GENESIS_HASH, first), (2, played_1, first, second)):
+            await conn.execute(
+                "INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash) "
+                "VALUES ('old', %s, %s, %s, '{}', %s, %s)",
+                (version, event.type, Jsonb(event.payload), prev, digest),
+            )
