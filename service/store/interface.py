@@ -25,7 +25,7 @@ writes PostgreSQL tables and so reads PostgreSQL's log directly (:mod:`service.s
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -37,22 +37,31 @@ class Wakeups(Protocol):
 
     ``async with`` starts listening on entry, so an append between a reader's catch-up and its first
     wait is not missed; plain ``async for`` starts at the first step. A wait cancelled by a timeout
-    leaves it usable; after :meth:`aclose` the iteration ends.
+    leaves it usable; after :meth:`aclose` the iteration ends. An implementation subclasses this
+    protocol for its ``async with`` and ``async for``, and provides the three other methods.
     """
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        """Start listening (once); from now on no append is missed."""
+        ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Stop listening. Idempotent."""
+        ...
 
-    async def __aenter__(self) -> Self: ...
+    async def __anext__(self) -> str: ...
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None: ...
-
-    def __aiter__(self) -> AsyncIterator[str]: ...
-
-    async def __anext__(self) -> str: ...
+    ) -> None:
+        await self.aclose()
 
 
 class StreamStore(Protocol):

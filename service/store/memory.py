@@ -23,10 +23,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from .errors import CommandReused, GameExists, GameNotFound, StoreError, VersionConflict
+from .interface import Wakeups
 from .model import (
     DISPUTE_TYPES,
     GENESIS_HASH,
@@ -270,7 +270,7 @@ class MemoryStore:
         raise VersionConflict(game_id, expected_version, actual)
 
 
-class MemoryWakeups:
+class MemoryWakeups(Wakeups):
     """Game ids as appends to a :class:`MemoryStore` commit, from the moment it starts listening."""
 
     def __init__(self, listeners: set[MemoryWakeups]) -> None:
@@ -297,18 +297,6 @@ class MemoryWakeups:
         self._closed = True
         self._listeners.discard(self)
         self._queue.put_nowait(None)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
 
     async def __anext__(self) -> str:
         if self._closed:

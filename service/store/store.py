@@ -26,7 +26,7 @@ from .errors import GameExists
 from .games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
 from .global_order import Connection
 from .migrate import apply_migrations
-from .model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create, cursor_of
+from .model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create
 from .streams import PostgresStreams, earlier_result, maybe_earlier_result, write_params, write_statement
 
 APP_ROLE = "uno_audit_app"
@@ -104,8 +104,6 @@ class EventStore(PostgresStreams, PostgresGames):
         applied = await apply_migrations(self._dsn)
         await self._pool.drain()
         return applied
-
-    cursor_of = staticmethod(cursor_of)
 
     async def create_game(
         self,

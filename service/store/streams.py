@@ -33,8 +33,7 @@ inserts into one statement.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -43,6 +42,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from .errors import CommandReused, GameNotFound, StoreError, VersionConflict
 from .global_order import Connection, GlobalReader
+from .interface import Wakeups
 from .model import (
     GENESIS_HASH,
     START,
@@ -257,7 +257,7 @@ class PostgresStreams:
         return Listener(self._dsn)
 
 
-class Listener(AsyncIterator[str]):
+class Listener(Wakeups):
     """An async iterator of game ids, one per committed append, from ``LISTEN uno_events``.
 
     Notifications are wake-up calls, not the data: PostgreSQL folds identical notifications of one
@@ -295,18 +295,6 @@ class Listener(AsyncIterator[str]):
         conn, self._conn, self._notifies = self._conn, None, None
         if conn is not None:
             await conn.close()
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    def __aiter__(self) -> Self:
-        return self
 
     async def __anext__(self) -> str:
         if self._closed:

@@ -1,7 +1,7 @@
-"""LISTEN/NOTIFY wake-ups on a connection of their own, closed with the listener.
+"""LISTEN/NOTIFY wake-ups come on a connection of their own, which leaving ``async with`` closes.
 
-What every store's wake-ups do (after the commit, none for a duplicate, a timeout leaves them usable) is
-part of the contract (``test_contract.py``).
+What every store's wake-ups do (after the commit, none for a duplicate, a timeout leaves them usable, a
+closed listener ends) is part of the contract (``test_contract.py``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
-import pytest
 
 from service.store import EventStore
 
@@ -22,21 +21,11 @@ async def test_the_listening_connection_is_closed_with_the_listener(
     store: EventStore, database_url: str
 ) -> None:
     await new_game(store, "g1")
-    listener = store.listen()
-
-    async def first() -> str:
-        async for game_id in listener:
-            return game_id
-        raise AssertionError("the listener ended")
-
-    waiting = asyncio.create_task(first())
-    await asyncio.sleep(0.2)  # let it connect and LISTEN
-    await store.append("g1", 1, [played(1)], command_id="c", request_hash=b"r", metadata={})
-    assert await asyncio.wait_for(waiting, WAIT) == "g1"
-
-    assert listener._conn is not None
-    pid = listener._conn.info.backend_pid
-    await listener.aclose()
+    async with store.listen() as listener:
+        await store.append("g1", 1, [played(1)], command_id="c", request_hash=b"r", metadata={})
+        assert await asyncio.wait_for(anext(listener), WAIT) == "g1"
+        assert listener._conn is not None
+        pid = listener._conn.info.backend_pid
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         for _ in range(100):
             cursor = await conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,))
@@ -45,5 +34,3 @@ async def test_the_listening_connection_is_closed_with_the_listener(
             await asyncio.sleep(0.02)
         else:
             raise AssertionError("the listening connection is still open")
-    with pytest.raises(StopAsyncIteration):
-        await anext(listener)
