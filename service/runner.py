@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from service.errors import Conflict, InvalidInput, ServiceError
-from service.store import AppendResult, CommandReused, EventStore, NewEvent, VersionConflict
+from service.store import AppendResult, CommandReused, NewEvent, StreamStore, VersionConflict
 
 #: How many times a command is decided again because the stream moved on meanwhile.
 MAX_ATTEMPTS = 8
@@ -71,7 +71,7 @@ class Unchanged(Generic[S]):
 Ran = Appended[S, D] | Repeated | Unchanged[S]
 
 
-async def earlier(store: EventStore, game_id: str, command_id: str, request_hash: bytes) -> Repeated | None:
+async def earlier(store: StreamStore, game_id: str, command_id: str, request_hash: bytes) -> Repeated | None:
     """The first result of ``command_id`` when it was carried out before with the same request; refused
     (``command_id``) when it was used for another request or another game."""
     seen = await store.command(command_id)
@@ -84,7 +84,7 @@ async def earlier(store: EventStore, game_id: str, command_id: str, request_hash
 
 
 async def run(
-    store: EventStore,
+    store: StreamStore,
     game_id: str,
     *,
     command_id: str,
@@ -180,7 +180,7 @@ class ExistingStream:
 
 
 async def create_stream(
-    store: EventStore,
+    store: StreamStore,
     *,
     command_id: str,
     request_hash: bytes,

@@ -28,8 +28,8 @@ from service.rules.violations import Violation
 from service.runner import Appended, Decision, ExistingStream, Head, Repeated, create_stream, run
 from service.store import (
     AppendResult,
-    EventStore,
     NewEvent,
+    Store,
     StoredEvent,
 )
 
@@ -83,7 +83,7 @@ def stored_form(event: Event) -> NewEvent:
 class CommandHandler:
     """Decides and appends commands for any number of games (an instance is safe to run beside others)."""
 
-    def __init__(self, store: EventStore, *, cache_size: int = 10_000) -> None:
+    def __init__(self, store: Store, *, cache_size: int = 10_000) -> None:
         self.store = store
         self.cache_size = cache_size
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
