@@ -52,8 +52,8 @@ from projections.migrate import apply_migrations
 from projections.rebuild import MAX_WORKERS, connect_sync
 from projections.source import READER, copy_out
 from service.api.handler import stored_form
+from service.play.simulate import play_game
 from service.rules.options import Variant
-from service.rules.simulate import play_game
 from service.store import GENESIS_HASH, chain_hash
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"

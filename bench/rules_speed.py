@@ -25,8 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.rlcard_baseline import rlcard_moves_per_second
+from service.play.bots import RandomBot
 from service.rules import CreateGame, StartRound, Variant, Violation, create, execute, make_options
-from service.rules.bots import RandomBot
 from service.rules.events import Awaiting
 from service.rules.state import new_state
 

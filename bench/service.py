@@ -90,8 +90,8 @@ from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.handler import stored_form  # noqa: E402
 from service.api.server import start_server  # noqa: E402
 from service.codec import canonical  # noqa: E402
+from service.play.simulate import play_game  # noqa: E402
 from service.rules.options import Variant, make_options  # noqa: E402
-from service.rules.simulate import play_game  # noqa: E402
 from service.store import GENESIS_HASH, EventStore, NewEvent, chain_hash  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -73,9 +73,9 @@ from service.audit.export import record_from_game
 from service.audit.record import read_record_file, write_record
 from service.audit.verify import verify_record
 from service.catalogue import decode_event, encode
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.events import GameCreated
 from service.rules.options import Variant
-from service.rules.simulate import SimulatedGame, play_game
 from service.rules.state import fold
 from service.store import EventStore
 

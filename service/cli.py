@@ -53,8 +53,8 @@ from service.audit.export import RecordMode, record_from_game
 from service.audit.record import RecordError, read_record_file, write_record
 from service.audit.verify import Report, verify_record
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE
+from service.play.simulate import InvariantError, play_game
 from service.rules.options import OptionError, Variant
-from service.rules.simulate import InvariantError, play_game
 
 MAX_ID = 128  # the longest game or tournament id the service takes
 MAX_SEAT = 9  # ten players at most

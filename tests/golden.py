@@ -24,9 +24,9 @@ from typing import Any
 from service.api.handler import stored_form
 from service.audit.entries import DisputeFiled, DisputeKind, SeedRevealed
 from service.catalogue import encode
+from service.play.simulate import play_game
 from service.rules.commands import Catch
 from service.rules.options import Variant, make_options
-from service.rules.simulate import play_game
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
 
 HERE = Path(__file__).parent / "data" / "stored"

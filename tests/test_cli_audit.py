@@ -26,8 +26,8 @@ from service.audit.entries import DisputeKind
 from service.audit.record import read_record
 from service.audit.verify import verify_record
 from service.cli import main
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.options import Variant
-from service.rules.simulate import SimulatedGame, play_game
 from service.store import EventStore
 from tests.audit import disputed
 from tests.audit.support import store_simulated

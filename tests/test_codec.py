@@ -9,9 +9,9 @@ import pytest
 from service.catalogue import decode_event
 from service.catalogue import encode as encode_event
 from service.codec import CodecError, canonical
+from service.play.simulate import play_game
 from service.rules import Variant, card
 from service.rules.events import CardPlayed, CardsTaken
-from service.rules.simulate import play_game
 from service.rules.violations import Rule
 
 

@@ -1,6 +1,6 @@
 """Properties of the settled corners, swept over whole bot games of every rule set.
 
-Bots (``service.rules.simulate``) play complete games with 2 to 10 players; every accepted command is
+Bots (``service.play.simulate``) play complete games with 2 to 10 players; every accepted command is
 checked against the digest's statement of the rule, written here from the events alone:
 
 * ``attack.follow-up``: where the turn goes after a follow-up card (the pointed player, the seat after
@@ -21,7 +21,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.rules.bots import Habits
+from service.play.bots import Habits
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.cards import Face
 from service.rules.commands import Play
 from service.rules.events import (
@@ -41,7 +42,6 @@ from service.rules.events import (
 )
 from service.rules.legality import wd4_matching
 from service.rules.options import CustomAction, Variant, make_options
-from service.rules.simulate import SimulatedGame, play_game
 from service.rules.state import State, evolve, new_state
 from service.rules.violations import Rule
 

@@ -7,6 +7,7 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.play.simulate import play_game
 from service.rules import (
     DECKS,
     Accept,
@@ -28,7 +29,6 @@ from service.rules import (
     make_options,
 )
 from service.rules.fair import launcher_count, shuffled
-from service.rules.simulate import play_game
 
 variants = st.sampled_from(list(Variant))
 players = st.integers(min_value=2, max_value=10)

@@ -3,7 +3,7 @@
 A record can give the cards that come from the pile by the game's seed, by each round's deck (with the
 new pile of every reshuffle on the line it happened in, ``"reshuffle": [...]``), or by the dealt hands and
 every card taken listed on its line (``docs/RECORD.md``). Bots play complete games of every rule set
-(``service.rules.simulate``), with 2 to 10 players and the options that change which cards exist or who
+(``service.play.simulate``), with 2 to 10 players and the options that change which cards exist or who
 draws them; each game is exported in the three modes, written, read back and verified. All three must be
 valid and agree with the game itself — which is only true if every imposed draw, press and item flip
 crosses an empty pile the same way in all of them (``draw.reshuffle``).
@@ -26,10 +26,10 @@ from hypothesis import strategies as st
 from service.audit.export import RecordMode, record_from_game
 from service.audit.record import read_record, write_record
 from service.audit.verify import verify_record
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.commands import Draw, Press, StartRound
 from service.rules.events import PileReshuffled
 from service.rules.options import CustomAction, Variant, make_options
-from service.rules.simulate import SimulatedGame, play_game
 
 GAMES_PER_RULE_SET = 1000
 

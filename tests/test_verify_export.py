@@ -18,10 +18,10 @@ import pytest
 from service.audit.export import record_from_game, record_from_steps
 from service.audit.record import Action, ActionKind, GameRecord, RoundBlock, read_record, write_record
 from service.audit.verify import verify_record
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.commands import Catch, Challenge
 from service.rules.events import GameCreated, RoundStarted, Wd4Challenged
 from service.rules.options import Variant
-from service.rules.simulate import SimulatedGame, play_game
 from service.rules.state import deal
 
 GAMES = [(variant, players, seed) for variant in Variant for players in (2, 5) for seed in (0, 1, 2)]

@@ -21,6 +21,7 @@ import dataclasses
 import enum
 from collections.abc import Sequence
 
+from service.play.simulate import SimulatedGame
 from service.rules.cards import Card
 from service.rules.commands import (
     Accept,
@@ -50,7 +51,6 @@ from service.rules.events import (
     RoundStarted,
     Wd4Challenged,
 )
-from service.rules.simulate import SimulatedGame
 from service.rules.state import deal
 from service.rules.violations import Rule
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from service.catalogue import encode
 from service.rules.commands import Catch
-from service.rules.decide import catch_reason
 from service.rules.events import Event
 from service.rules.state import State
+from service.rules.uno import catch_reason
 from service.rules.violations import Rule
 from service.store import StoredEvent
 

@@ -44,7 +44,7 @@ from service.rules.commands import (
     StartRound,
     Supply,
 )
-from service.rules.decide import catch_reason, check, create, resolve
+from service.rules.decide import check, create, resolve
 from service.rules.events import (
     Awaiting,
     CardDrawn,
@@ -57,6 +57,7 @@ from service.rules.events import (
 )
 from service.rules.options import make_options
 from service.rules.state import HAND_SIZE, State, new_state
+from service.rules.uno import catch_reason
 from service.rules.violations import Impossible, Rule, Violation
 
 from .export import cards_taken, fired_outcomes, flipped_cards, new_piles

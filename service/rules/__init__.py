@@ -3,6 +3,9 @@
 ``decide(state, command)`` answers with the events a command produces or the rule it breaks;
 ``evolve(state, event)`` applies one event. No I/O, no clock, no logging; randomness comes only from
 the game's seed (:mod:`service.rules.fair`). Rule ids are those of ``docs/RULES.md``.
+
+Each rule family has one module (:mod:`service.rules.decide` lists them), and ``RULE_SETS``
+(:mod:`service.rules.rule_sets`) is the one place where the four rule sets differ in play.
 """
 
 from .cards import DECKS, Card, CardError, Colour, Face, card, cards
@@ -23,16 +26,18 @@ from .commands import (
     StartRound,
     Supply,
 )
-from .decide import CommandError, check, create, decide, execute, resolve
+from .decide import check, create, decide, execute, resolve
 from .events import Awaiting, Event
 from .legality import playable
 from .options import OptionError, Options, Variant, make_options
+from .rule_sets import RULE_SETS, RuleSet
 from .state import State, conservation_error, evolve, fold, new_state
-from .violations import Impossible, Rule, Violation
+from .violations import CommandError, Impossible, Rule, Violation
 
 __all__ = [
     "DECKS",
     "NO_SUPPLY",
+    "RULE_SETS",
     "Accept",
     "Awaiting",
     "CallUno",
@@ -56,6 +61,7 @@ __all__ = [
     "Press",
     "Reshuffle",
     "Rule",
+    "RuleSet",
     "StartRound",
     "State",
     "Supply",

@@ -1,27 +1,33 @@
-"""UNO Attack (both editions): every draw is a launcher press, plus the Attack action cards.
+"""UNO Attack (both editions): the Attack action cards, the follow-up, and the first-card rule.
 
 The launcher is the draw pile (``attack.launcher``): each press fires ``k >= 0`` cards, ``k`` drawn from
-the game's launcher distribution (see :mod:`service.rules.fair`).
+the game's launcher distribution (see :mod:`service.rules.fair`). Pressing it is the engine's
+(:meth:`~service.rules.engine.Act.press`); that UNO Attack takes every card by pressing — a press
+instead of a draw, two presses for an UNO penalty — is its rule set's ``taking``
+(:data:`service.rules.rule_sets.RULE_SETS`).
+
+The follow-up (``attack.follow-up``) is here whole: an S or R offers it (:func:`skip`, :func:`reverse`),
+and the turn's other modules ask this one what it means for them — a draw or press refused instead of
+it (:func:`instead_of_follow_up`), the seat a follow-up card counts from (:func:`follow_up_origin`), who
+plays when the turn ends without it (:func:`turn_after`). The one seat a follow-up may not hand the turn
+back to is kept by the engine while the card resolves (``Act.barred``).
 """
 
 from __future__ import annotations
 
 from .cards import Face
-from .classic import Effect, next_turn
-from .engine import Act, Played
+from .classic import next_turn
+from .engine import Act, Effect, Played
 from .events import Awaiting, DirectionReversed, HandsTraded
 from .options import CustomAction
-from .violations import Rule
+from .state import State
+from .violations import Rule, Violation
 
 #: A Wild Hit-Fire victim presses until a card fires; this many empty presses in a row end it anyway
 #: (a launcher distribution that almost never fires must not hang the game).
 HIT_FIRE_LIMIT = 100
 
-
-def presses(act: Act, seat: int, count: int, cause: Rule) -> None:
-    """``seat`` presses the launcher ``count`` times."""
-    for _ in range(count):
-        act.press(seat, cause)
+# --- S, R and the follow-up ------------------------------------------------------------------------
 
 
 def _then(act: Act, played: Played, pointer: int) -> None:
@@ -60,10 +66,37 @@ def _after_reverse(act: Act, played: Played) -> int:
     return s.next_seat(played.origin)
 
 
+def instead_of_follow_up(state: State, seat: int) -> Violation | None:
+    """``attack.follow-up``: a draw or a press by ``seat`` while its follow-up chance is open breaks it."""
+    if state.awaiting is Awaiting.FOLLOW_UP and seat == state.turn:
+        return Violation(Rule.ATTACK_FOLLOW_UP, "after S or R: play one more matching card or pass")
+    return None
+
+
+def follow_up_origin(state: State, seat: int) -> int | None:
+    """The seat a follow-up card by ``seat`` counts "next player" from — the one before the player the
+    S or R pointed to — or ``None`` when the card is not a follow-up."""
+    if state.awaiting is Awaiting.FOLLOW_UP and state.turn == seat and state.pointer is not None:
+        return state.next_seat(state.pointer, -1)
+    return None
+
+
+def turn_after(state: State, seat: int) -> int:
+    """Who plays after ``seat`` ends the turn without a play: the next seat, or — when the turn ends
+    instead of a follow-up (a pass, or a press or draw the table allowed) — the player the S or R
+    already pointed to."""
+    if state.awaiting is Awaiting.FOLLOW_UP and state.pointer is not None:
+        return state.pointer
+    return state.next_seat(seat)
+
+
+# --- the Attack cards ------------------------------------------------------------------------------
+
+
 def hit_two(act: Act, played: Played) -> None:
     """``attack.hit-two``: the next player presses twice and loses the turn."""
     s = act.state
-    presses(act, s.next_seat(played.origin), 2, Rule.ATTACK_HIT_TWO)
+    act.presses(s.next_seat(played.origin), 2, Rule.ATTACK_HIT_TWO)
     if not played.going_out:
         act.prompt(s.next_seat(played.origin, 2))
 
@@ -71,7 +104,7 @@ def hit_two(act: Act, played: Played) -> None:
 def wild_hit_four(act: Act, played: Played) -> None:
     """``attack.wild-hit-four``: the next player presses 4 times and loses the turn."""
     s = act.state
-    presses(act, s.next_seat(played.origin), 4, Rule.ATTACK_WILD_HIT_FOUR)
+    act.presses(s.next_seat(played.origin), 4, Rule.ATTACK_WILD_HIT_FOUR)
     if not played.going_out:
         act.prompt(s.next_seat(played.origin, 2))
 
@@ -79,7 +112,7 @@ def wild_hit_four(act: Act, played: Played) -> None:
 def attack_attack(act: Act, played: Played) -> None:
     """``attack.attack-attack``: the named player presses twice; play then passes on normally."""
     assert played.cmd.target is not None
-    presses(act, played.cmd.target, 2, Rule.ATTACK_ATTACK_ATTACK)
+    act.presses(played.cmd.target, 2, Rule.ATTACK_ATTACK_ATTACK)
     next_turn(act, played)
 
 
@@ -116,11 +149,11 @@ def customizable(act: Act, played: Played) -> None:
     action, count = s.options.custom_action, s.options.custom_count
     if action is CustomAction.TARGET_PRESS:
         assert played.cmd.target is not None
-        presses(act, played.cmd.target, count, Rule.ATTACK_CUSTOMIZABLE)
+        act.presses(played.cmd.target, count, Rule.ATTACK_CUSTOMIZABLE)
         next_turn(act, played)
     elif action is CustomAction.ALL_PRESS:
         for seat in act.others(played):
-            presses(act, seat, count, Rule.ATTACK_CUSTOMIZABLE)
+            act.presses(seat, count, Rule.ATTACK_CUSTOMIZABLE)
         next_turn(act, played)
     elif action is CustomAction.SKIP:
         if not played.going_out:
@@ -167,7 +200,7 @@ def first_card(act: Act) -> None:
         card = act.flip()
     face = card.face if card is not None else Face.ONE
     if face is Face.HIT_TWO:
-        presses(act, first, 2, Rule.ATTACK_HIT_TWO)
+        act.presses(first, 2, Rule.ATTACK_HIT_TWO)
         act.prompt(act.state.next_seat(first))
     elif face is Face.SKIP:
         act.prompt(act.state.next_seat(first))

@@ -2,24 +2,29 @@
 
 :class:`Act` collects the events of one command and keeps the state they lead to (each event goes
 through :func:`~service.rules.state.evolve` as it is emitted, so effects always read the true table).
-Every card that leaves the draw pile passes through here, which is where fair dealing
-(``fair.commit``) and reshuffling (``draw.reshuffle``) are enforced:
+Every card that leaves the draw pile or the launcher passes through here — drawn, taken, flipped,
+fired — which is where fair dealing (``fair.commit``) and reshuffling (``draw.reshuffle``, including a
+reshuffle the table reports: :func:`check_reshuffle`) are enforced:
 
 * a seeded game takes cards from its known pile and derives every reshuffle and launcher press from the
   seed (:mod:`service.rules.fair`);
 * a game reconstructed from a table takes them from its known deck order, or — where the order is not
   known — from the :class:`~service.rules.commands.Supply` the table reported, checked against what the
   pile can still hold.
+
+Whose turn comes next (:meth:`Act.prompt`) and the end of a round, scored (:meth:`Act.end_round`:
+``score.round``, ``score.match``), are the other things every rule family does through the engine.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import NamedTuple
 
 from . import fair
 from .cards import Card, hand_points
-from .commands import Play, Supply
+from .commands import Play, Reshuffle, Supply
 from .events import (
     Awaiting,
     CardDrawn,
@@ -34,7 +39,7 @@ from .events import (
     RoundEnded,
 )
 from .state import HANDLERS, State, canonical, on_prompted
-from .violations import Impossible, Rule
+from .violations import Impossible, Rule, Violation
 
 
 class Played(NamedTuple):
@@ -44,6 +49,11 @@ class Played(NamedTuple):
     origin: int  # the seat that "next player" counts from (the player, or before a follow-up pointer)
     going_out: bool  # the play emptied the player's hand (``round.end``)
     chained: bool  # an UNO Attack follow-up card, which earns no further follow-up
+
+
+#: What a face does once its :class:`~service.rules.events.CardPlayed` is applied: it imposes the card's
+#: effects and says whose turn comes next. An effect never validates — the play was judged already.
+Effect = Callable[["Act", Played], None]
 
 
 class Act:
@@ -160,15 +170,12 @@ class Act:
         self._draw_index[seat] = start + count
         return self._reported(listed, f"taken by {self.name(seat)}")
 
-    def take(self, seat: int, count: int, cause: Rule) -> int:
-        """``seat`` takes ``count`` cards because ``cause`` says so; returns how many there were."""
-        taken = 0
+    def take(self, seat: int, count: int, cause: Rule) -> None:
+        """``seat`` takes ``count`` cards from the pile because ``cause`` says so (as many as there are)."""
         while count > 0 and (self.state.pile or self.refill()):
             k = min(count, len(self.state.pile))
             self.emit(CardsTaken(seat, self._next_cards(seat, k), cause))
             count -= k
-            taken += k
-        return taken
 
     def draw_one(self, seat: int) -> Card | None:
         """``seat`` draws one card by choice (``draw.one``); ``None`` when the pile and discards are out."""
@@ -220,6 +227,12 @@ class Act:
 
     # --- the UNO Attack launcher ----------------------------------------------------------------------
 
+    def presses(self, seat: int, count: int, cause: Rule) -> None:
+        """``seat`` presses the launcher ``count`` times because ``cause`` says so: UNO Attack's
+        :meth:`take` (a rule that makes a player take cards makes them press instead)."""
+        for _ in range(count):
+            self.press(seat, cause)
+
     def press(self, seat: int, cause: Rule) -> tuple[Card, ...]:
         """``seat`` presses the launcher once (``attack.launcher``); returns the cards it fired."""
         s = self.state
@@ -270,3 +283,38 @@ class Act:
         s = self.state
         if s.options.single_round or s.scores[winner] >= s.options.target_score:
             self.emit(GameEnded(winner, s.scores, s.seed))
+
+
+# --- a reshuffle the table reports ---------------------------------------------------------------------
+
+
+def check_reshuffle(state: State, command: Reshuffle) -> Violation | None:
+    """``draw.reshuffle`` as a table reports it (a game without a seed): only once the pile is empty,
+    and the new pile must hold exactly the cards a reshuffle gathers."""
+    if state.seed is not None:
+        return Violation(Rule.DRAW_RESHUFFLE, "a seeded game reshuffles by itself")
+    if state.pile:
+        held = f"{len(state.pile)} card{'s' if len(state.pile) != 1 else ''}"
+        return Violation(
+            Rule.DRAW_RESHUFFLE, f"the draw pile still holds {held}: reshuffle only when it is empty"
+        )
+    return _reshuffle_problem(state, command.pile)
+
+
+def resolve_reshuffle(act: Act, command: Reshuffle) -> None:
+    """The reported pile becomes the draw pile, in the order given."""
+    problem = _reshuffle_problem(act.state, command.pile)
+    if problem is not None:
+        raise Impossible(problem.rule, problem.message)
+    act.emit(PileReshuffled(command.pile, True))
+
+
+def _reshuffle_problem(state: State, pile: tuple[Card, ...]) -> Violation | None:
+    """Why ``pile`` cannot be the new draw pile (it must be the draw pile's cards and the discard pile
+    except its top card), or ``None``."""
+    if Counter(pile) != Counter(state.pile + state.discard[:-1]):
+        return Violation(
+            Rule.DRAW_RESHUFFLE,
+            "the new pile must be the draw pile's cards and the discard pile except its top card",
+        )
+    return None

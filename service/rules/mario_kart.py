@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
+from . import classic
 from .cards import Colour, Face
-from .classic import EFFECTS as CLASSIC_EFFECTS
-from .classic import Effect, classic_start
-from .engine import Act, Played
+from .engine import Act, Effect, Played
 from .events import Awaiting
-from .options import Variant
 from .violations import Rule
 
 
@@ -63,11 +61,11 @@ def banana_victim(act: Act, player: int) -> int:
     return s.next_seat(player, -1)
 
 
-EFFECTS: dict[Face, Effect] = {**CLASSIC_EFFECTS, Face.WILD_ITEM_BOX: item_box}
+EFFECTS: dict[Face, Effect] = {**classic.EFFECTS, Face.WILD_ITEM_BOX: item_box}
 del EFFECTS[Face.WILD]
 
 
 def first_card(act: Act) -> None:
     """``setup.first-card`` for Mario Kart: as classic, but an item box lets the dealer choose the
     colour (no item), and a flipped card's item never activates at setup."""
-    classic_start(act, Variant.MARIO_KART)
+    classic.first_card(act, dealer_chooses=Face.WILD_ITEM_BOX)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from . import classic
 from .cards import Face
-from .classic import EFFECTS as CLASSIC_EFFECTS
-from .classic import Effect
-from .engine import Act, Played
+from .engine import Act, Effect, Played
 from .violations import Rule
 
 
@@ -17,7 +16,7 @@ def victory_lap(act: Act, played: Played) -> None:
         act.prompt(act.state.next_seat(played.origin))
 
 
-EFFECTS: dict[Face, Effect] = {**CLASSIC_EFFECTS, Face.WILD_VICTORY_LAP: victory_lap}
+EFFECTS: dict[Face, Effect] = {**classic.EFFECTS, Face.WILD_VICTORY_LAP: victory_lap}
 
 
 def first_card(act: Act) -> None:

@@ -4,8 +4,10 @@
 builds one per event). It holds everything the rules need and nothing else; it is always the fold of the
 game's events (:func:`fold`), so it can be rebuilt from the log at any time.
 
-``evolve`` is mechanical: it trusts the event and never validates. All judgement lives in
-:mod:`service.rules.decide`.
+``evolve`` is mechanical: it trusts the event and never validates. All judgement lives behind
+:mod:`service.rules.decide`, in the module of each rule family; what ``evolve`` keeps for them is
+bookkeeping — the open UNO windows (``exposed``, judged by :mod:`service.rules.uno`) and the Wild Draw
+Four waiting for its answer (``wd4``, judged by :mod:`service.rules.wild_draw_four`).
 """
 
 from __future__ import annotations

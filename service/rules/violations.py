@@ -1,6 +1,9 @@
-"""Rule ids of the digest (``docs/RULES.md``) and the violation the decider answers with.
+"""Rule ids of the digest (``docs/RULES.md``) and the three ways the decider refuses a command.
 
-Every rejection and every verdict names one of these ids; a test keeps this list and the digest equal.
+A :class:`Violation` is a command the rules do not allow (nothing happens); :class:`Impossible` is a
+table's action that cannot be followed at all when replayed "as the table did"; a :class:`CommandError`
+is bad input (a seat the game does not have), not a rule. Every rejection and every verdict names one of
+the :class:`Rule` ids; a test keeps this list and the digest equal.
 """
 
 from __future__ import annotations
@@ -85,3 +88,20 @@ class Impossible(Exception):
         super().__init__(message)
         self.rule = rule
         self.message = message
+
+
+class CommandError(ValueError):
+    """A malformed command (a seat that does not exist): bad input, not a rule violation.
+
+    ``field`` names the command's field that is wrong (``player``, ``target``, ``dealer``).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def require_seat(seat: int | None, players: int, field: str) -> None:
+    """Raise :class:`CommandError` unless ``seat`` (when given) is one of a ``players``-seat game's."""
+    if seat is not None and not 0 <= seat < players:
+        raise CommandError(field, f"there is no seat {seat} (the game has {players} players)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from service.play.simulate import play_game
 from service.rules.options import Variant
-from service.rules.simulate import play_game
 from service.store import EventStore
 from tests.projections.projection_support import store_game
 

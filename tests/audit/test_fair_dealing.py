@@ -15,10 +15,10 @@ from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
 from service.audit.auditor import Auditor
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.cards import Card
 from service.rules.events import CardDrawn, Event, LauncherPressed
 from service.rules.options import Variant
-from service.rules.simulate import SimulatedGame, play_game
 from service.rules.violations import Rule
 from service.store import EventStore
 from tests.api.support import ADMIN, arranged_deck, create_game, new_id

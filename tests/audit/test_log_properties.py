@@ -13,8 +13,8 @@ from service.api.handler import stored_form
 from service.audit.entries import DisputeKind
 from service.audit.log import GameLog
 from service.audit.stored_game import adjudicate, verify_game
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.options import Variant
-from service.rules.simulate import SimulatedGame, play_game
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,9 +8,9 @@ import dataclasses
 import uuid
 
 from service.audit.auditor import Auditor
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.events import Event, GameEnded, RoundEnded
 from service.rules.options import Variant
-from service.rules.simulate import SimulatedGame, play_game
 from service.store import EventStore
 from tests.projections.projection_support import store_game
 

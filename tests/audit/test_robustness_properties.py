@@ -17,9 +17,9 @@ from service.audit.record import RecordError, read_record, write_record
 from service.audit.stored_game import AdjudicationError, adjudicate, verify_game
 from service.audit.verify import verify_record
 from service.catalogue import encode as encode_entry
+from service.play.simulate import play_game
 from service.rules.cards import DECKS
 from service.rules.options import Variant
-from service.rules.simulate import play_game
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -15,11 +15,11 @@ from projections.queries import connection
 from projections.views import STAT_COLUMNS, VIEW_NAMES
 from projections.writer import COLUMNS
 from service.api.handler import stored_form
-from service.rules.bots import Habits
+from service.play.bots import Habits
+from service.play.simulate import SimulatedGame, play_game
 from service.rules.cards import Card
 from service.rules.events import GameCreated, RoundEnded, UnoCaught, Wd4Challenged
 from service.rules.options import Variant, make_options
-from service.rules.simulate import SimulatedGame, play_game
 from service.store import EventStore
 
 

@@ -21,8 +21,8 @@ from projections.views import (
     table_row,
 )
 from service.api.handler import stored_form
+from service.play.simulate import SimulatedGame
 from service.rules.options import Variant
-from service.rules.simulate import SimulatedGame
 
 
 def _stored_events(game: SimulatedGame) -> list[tuple[str, str]]:

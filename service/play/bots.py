@@ -14,12 +14,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .cards import Card, Colour, Face
-from .commands import Accept, CallUno, Catch, Challenge, Choose, Command, Draw, Pass, Play, Press
-from .events import Awaiting
-from .legality import cards_left, names_target, playable_cards, wd4_matching
-from .options import Variant
-from .state import State
+from service.rules.cards import Card, Colour, Face
+from service.rules.commands import Accept, CallUno, Catch, Challenge, Choose, Command, Pass, Play
+from service.rules.events import Awaiting
+from service.rules.legality import cards_left, names_target, playable_cards, wd4_matching
+from service.rules.rule_sets import RULE_SETS
+from service.rules.state import State
 
 COLOURS = tuple(Colour)
 
@@ -75,7 +75,7 @@ class RandomBot:
         pick = int(self.rng.random() * (len(options) + 1))  # uniform over the cards and the draw
         if pick < len(options):
             return self.play(state, seat, options[pick])
-        return Press(seat) if state.variant is Variant.ATTACK else Draw(seat)
+        return RULE_SETS[state.variant].taking.action(seat)
 
     def playable(self, state: State, seat: int) -> list[Card]:
         """The cards in hand that may be played now (``play.match``)."""
@@ -149,7 +149,7 @@ class SensibleBot(RandomBot):
             legal = [c for c in options if c.face is not Face.WILD_DRAW_FOUR or self._wd4_legal(state, seat)]
             if legal:
                 return self.play(state, seat, self.pick_card(state, seat, legal))
-        return Press(seat) if state.variant is Variant.ATTACK else Draw(seat)
+        return RULE_SETS[state.variant].taking.action(seat)
 
     def _wd4_legal(self, state: State, seat: int) -> bool:
         return not wd4_matching(state.hands[seat], state.colour, state.options.wd4_wilds_block)

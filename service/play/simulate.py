@@ -12,13 +12,14 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from service.rules.commands import Command, CreateGame, StartRound
+from service.rules.decide import create, execute
+from service.rules.events import Awaiting, Event
+from service.rules.options import Options, Variant, make_options
+from service.rules.state import State, conservation_error, evolve, fold, new_state
+from service.rules.violations import Violation
+
 from .bots import Habits, RandomBot, SensibleBot
-from .commands import Command, CreateGame, StartRound
-from .decide import create, execute
-from .events import Awaiting, Event
-from .options import Options, Variant, make_options
-from .state import State, conservation_error, evolve, fold, new_state
-from .violations import Violation
 
 #: A game that has not ended after this many accepted commands is reported as not terminating.
 MAX_COMMANDS = 200_000

@@ -1,0 +1,229 @@
+"""A turn (digest §3): whose it is, and its actions — play, draw, pass, press — and the choices a play
+leaves pending (a colour, a Green Shell's target).
+
+Digest ``turn.order``, ``play.match``, ``play.in-hand``, ``play.wild-colour``, the player a card must
+name, ``draw.one``, ``draw.pass``, ``turn.end``, and the press that is UNO Attack's draw
+(``attack.launcher``). The other families answer for their part of a turn: what a played card does is
+its rule set's effect (``RuleSet.effects``), and what a draw, press or pass means is its ``taking``
+(:mod:`service.rules.rule_sets`); an UNO call made with a play is :mod:`service.rules.uno`'s; the
+follow-up after an UNO Attack S or R is :mod:`service.rules.attack`'s; a Wild Draw Four waiting for its
+answer is :mod:`service.rules.wild_draw_four`'s.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from . import attack, classic, uno, wild_draw_four
+from .cards import Card, Face
+from .commands import Choose, Draw, Pass, Play, Press
+from .engine import Act, Played
+from .events import Awaiting, CardPlayed, ColourChosen, Passed
+from .legality import discard_all_extras, names_target, playable
+from .rule_sets import RULE_SETS
+from .state import State
+from .violations import Impossible, Rule, Violation, require_seat
+
+#: The rule a missing or wrong target breaks, by the face that may name one.
+_TARGET_RULE = MappingProxyType(
+    {
+        Face.WILD_ATTACK_ATTACK: Rule.ATTACK_ATTACK_ATTACK,
+        Face.TRADE_HANDS: Rule.ATTACK_TRADE_HANDS,
+        Face.WILD_CUSTOMIZABLE: Rule.ATTACK_CUSTOMIZABLE,
+        Face.WILD_ITEM_BOX: Rule.MK_ITEM_GREEN_SHELL,  # a target named in advance, for a Green Shell
+    }
+)
+
+
+def not_your_turn(state: State, seat: int) -> Violation | None:
+    """``turn.order``: the game waits for someone else, or for something other than a turn."""
+    unanswered = wild_draw_four.unanswered(state)
+    if unanswered is not None:
+        return unanswered
+    waiting = state.players[state.turn]
+    if state.awaiting is Awaiting.COLOUR:
+        return Violation(Rule.TURN_ORDER, f"waiting for {waiting} to choose a colour")
+    if state.awaiting is Awaiting.TARGET:
+        return Violation(Rule.TURN_ORDER, f"waiting for {waiting} to name the Green Shell's target")
+    if seat != state.turn:
+        return Violation(Rule.TURN_ORDER, f"it is {waiting}'s turn, not {state.players[seat]}'s")
+    return None
+
+
+# --- playing a card ----------------------------------------------------------------------------------
+
+
+def check_play(state: State, command: Play) -> Violation | None:
+    """A play: in turn (or as the follow-up), a held card that matches, with its colour and target."""
+    player, card = command.player, command.card
+    if command.target is not None:
+        require_seat(command.target, state.size, "target")
+    awaiting = state.awaiting
+    if player != state.turn or (awaiting is not Awaiting.PLAY and awaiting is not Awaiting.FOLLOW_UP):
+        violation = not_your_turn(state, player)
+        if violation is not None:
+            return violation
+    if awaiting is Awaiting.DRAWN and card is not state.drawn:
+        assert state.drawn is not None
+        return Violation(
+            Rule.DRAW_ONE, f"after drawing, only the drawn {state.drawn} may be played, not {card}"
+        )
+    if card not in state.hands[player]:
+        return Violation(Rule.PLAY_IN_HAND, f"{state.players[player]} does not hold {card}")
+    top = state.discard[-1]
+    if not playable(card, top, state.colour):
+        colour = state.colour.value if state.colour else "none"
+        return Violation(Rule.PLAY_MATCH, f"{card} does not match {top} (active colour {colour})")
+    takes_colour = card.is_wild and card.face is not Face.WILD_ITEM_BOX
+    if takes_colour and command.colour is None:
+        return Violation(Rule.PLAY_WILD_COLOUR, f"{card} needs a chosen colour (R, Y, G or B)")
+    if not takes_colour and command.colour is not None:
+        return Violation(Rule.PLAY_WILD_COLOUR, f"{card} takes no chosen colour")
+    if command.target == player:
+        return Violation(_TARGET_RULE.get(card.face, Rule.TURN_ORDER), f"{card} must name another player")
+    if command.target is None and _needs_target(card, state):
+        return Violation(_TARGET_RULE[card.face], f"{card} must name the player it targets")
+    return uno.check_call_with_play(state, command) if command.uno else None
+
+
+def _needs_target(card: Card, state: State) -> bool:
+    """Whether playing ``card`` must name another player (Attack-Attack, Trade Hands, a customizable)."""
+    return (
+        card.number is None
+        and card.face in _TARGET_RULE
+        and names_target(card.face, state.options.custom_action)
+    )
+
+
+def resolve_play(act: Act, command: Play) -> None:
+    """The card goes down (with a Discard All's extra discards), then its rule set's effect runs; a
+    player who went out wins the round once a pending target is named (``round.end``)."""
+    s = act.state
+    player, card = command.player, command.card
+    hand = s.hands[player]
+    if card not in hand:
+        raise Impossible(Rule.PLAY_IN_HAND, f"{act.name(player)} does not hold {card}")
+    if command.target is None and card.number is None and _needs_target(card, s):
+        raise Impossible(_TARGET_RULE[card.face], f"{card} names no player")
+    follow_up = attack.follow_up_origin(s, player)
+    if follow_up is not None:
+        act.barred = player  # a follow-up never hands the turn back to its own player
+    colour = command.colour if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
+    extras = discard_all_extras(hand, card) if card.face is Face.DISCARD_ALL else ()
+    act.emit(CardPlayed(player, card, colour, command.uno, command.target, extras))
+    going_out = not act.state.hands[player]
+    effect = RULE_SETS[s.variant].effects.get(card.face, classic.next_turn)
+    origin = player if follow_up is None else follow_up
+    effect(act, Played(command, origin, going_out, follow_up is not None))
+    if going_out and act.state.awaiting is not Awaiting.TARGET:
+        act.end_round(player)
+
+
+# --- drawing, passing, pressing ------------------------------------------------------------------------
+
+
+def check_draw(state: State, command: Draw) -> Violation | None:
+    """``draw.one``: instead of a play, once per turn, where the rule set has a draw pile."""
+    player = command.player
+    refused = attack.instead_of_follow_up(state, player)
+    if refused is not None:
+        return refused
+    taking = RULE_SETS[state.variant].taking
+    if taking.action is not Draw:
+        return taking.other_action
+    if state.awaiting is Awaiting.PLAY and player == state.turn:
+        return None
+    if state.awaiting is Awaiting.DRAWN and player == state.turn:
+        return Violation(Rule.TURN_END, f"{state.players[player]} already drew this turn")
+    return not_your_turn(state, player)
+
+
+def resolve_draw(act: Act, command: Draw) -> None:
+    """``draw.one``: a playable drawn card may be played at once; otherwise the turn ends. With nothing
+    left to draw anywhere the draw is forfeited (``draw.reshuffle``) and the turn ends."""
+    player = command.player
+    drawn = act.draw_one(player)
+    s = act.state
+    if drawn is None:
+        act.emit(Passed(player))
+        act.prompt(attack.turn_after(s, player))
+    elif playable(drawn, s.discard[-1], s.colour) and s.awaiting is not Awaiting.FOLLOW_UP:
+        act.prompt(player, Awaiting.DRAWN, new_turn=False)
+    else:
+        act.prompt(attack.turn_after(s, player))
+
+
+def check_pass(state: State, command: Pass) -> Violation | None:
+    """``draw.pass``: only a drawn card (or an UNO Attack follow-up chance) can be passed on."""
+    if state.awaiting in (Awaiting.DRAWN, Awaiting.FOLLOW_UP) and command.player == state.turn:
+        return None
+    violation = not_your_turn(state, command.player)
+    if violation is not None:
+        return violation
+    return RULE_SETS[state.variant].taking.nothing_to_pass
+
+
+def resolve_pass(act: Act, command: Pass) -> None:
+    """The turn ends without a play (``turn.end``)."""
+    s = act.state
+    act.emit(Passed(command.player))
+    act.prompt(attack.turn_after(s, command.player))
+
+
+def check_press(state: State, command: Press) -> Violation | None:
+    """``attack.launcher``: a press instead of a play, where the rule set has a launcher."""
+    taking = RULE_SETS[state.variant].taking
+    if taking.action is not Press:
+        return taking.other_action
+    refused = attack.instead_of_follow_up(state, command.player)
+    if refused is not None:
+        return refused
+    return not_your_turn(state, command.player)
+
+
+def resolve_press(act: Act, command: Press) -> None:
+    """``attack.launcher``: one press, whatever it fires, ends the turn."""
+    s = act.state
+    act.press(command.player, Rule.ATTACK_LAUNCHER)
+    act.prompt(attack.turn_after(s, command.player))
+
+
+# --- the choices a play leaves pending ----------------------------------------------------------------
+
+
+def check_choose(state: State, command: Choose) -> Violation | None:
+    """A colour (``action.wild``: a wild first card, an empty item box, a Bob-omb) or a Green Shell's
+    target (``mk.item.green-shell``), by the player the game waits for."""
+    require_seat(command.target, state.size, "target")
+    if state.awaiting is Awaiting.COLOUR:
+        if command.player != state.turn:
+            return Violation(Rule.TURN_ORDER, f"{state.players[state.turn]} chooses the colour")
+        if command.colour is None or command.target is not None:
+            return Violation(Rule.ACTION_WILD, "choose a colour (R, Y, G or B)")
+        return None
+    if state.awaiting is Awaiting.TARGET:
+        if command.player != state.turn:
+            return Violation(Rule.TURN_ORDER, f"{state.players[state.turn]} names the Green Shell's target")
+        if command.target is None or command.target == command.player or command.colour is not None:
+            return Violation(Rule.MK_ITEM_GREEN_SHELL, "name an opponent for the Green Shell")
+        return None
+    return Violation(Rule.TURN_ORDER, "the game is not waiting for a choice")
+
+
+def resolve_choose(act: Act, command: Choose) -> None:
+    """The colour takes effect, or the target draws 1; then the turn goes where the play pointed (or the
+    chooser, out of cards, wins the round)."""
+    s = act.state
+    pending = s.awaiting in (Awaiting.COLOUR, Awaiting.TARGET)
+    if command.colour is not None:
+        act.emit(ColourChosen(command.player, command.colour))
+    elif command.target is not None:
+        act.take(command.target, 1, Rule.MK_ITEM_GREEN_SHELL)
+    else:
+        raise Impossible(Rule.TURN_ORDER, "a choice names neither a colour nor a target")
+    if not pending:
+        return
+    if not act.state.hands[command.player]:
+        act.end_round(command.player)
+    else:
+        act.prompt(s.pointer if s.pointer is not None else s.next_seat(command.player))

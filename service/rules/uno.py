@@ -1,0 +1,77 @@
+"""UNO calls, whole: the call, the catch, why a catch earns nothing, and the penalty.
+
+Digest ``uno.*``. A player left with one card must call — with the play (:func:`check_call_with_play`)
+or on its own (:func:`check_call`); until they do, any other player may catch them while their window is
+open (:func:`catch_reason`), and a caught player takes the penalty the way their rule set takes cards
+(two draws, or two launcher presses). Calls and catches are the only commands made out of turn.
+
+The windows themselves are bookkeeping that ``evolve`` does on every event (``State.exposed``, in
+:mod:`service.rules.state`): a play leaving one card uncalled opens one, a turn action of another player
+closes it, and a player who takes cards no longer holds one.
+"""
+
+from __future__ import annotations
+
+from .commands import CallUno, Catch, Play
+from .engine import Act
+from .events import UnoCalled, UnoCaught
+from .legality import cards_left
+from .rule_sets import RULE_SETS
+from .state import State
+from .violations import Rule, Violation, require_seat
+
+#: How many cards a caught player takes (``uno.penalty``): drawn, or pressed for in UNO Attack.
+PENALTY = 2
+
+
+def check_call_with_play(state: State, command: Play) -> Violation | None:
+    """``uno.call``: a play may call UNO only when it leaves its player one card, counted after the
+    play's own effects on the hand (a Discard All's extra discards, the hand a trade gives)."""
+    traded = len(state.hands[command.target]) if command.target is not None else None
+    left = cards_left(state.hands[command.player], command.card, state.options, traded)
+    if left != 1:
+        name = state.players[command.player]
+        return Violation(Rule.UNO_CALL, f"{name} calls UNO with {command.card} but will hold {left} cards")
+    return None
+
+
+def check_call(state: State, command: CallUno) -> Violation | None:
+    """``uno.call``: a call on its own, by a player holding exactly one card."""
+    held = len(state.hands[command.player])
+    if held != 1:
+        return Violation(Rule.UNO_CALL, f"{state.players[command.player]} holds {held} cards, not one")
+    return None
+
+
+def resolve_call(act: Act, command: CallUno) -> None:
+    """The call closes the caller's window (a call with no window open changes nothing)."""
+    act.emit(UnoCalled(command.player))
+
+
+def catch_reason(state: State, command: Catch) -> str | None:
+    """Why a catch earns no penalty (``uno.catch.invalid``), or ``None`` when it does (``uno.catch``).
+
+    Raises :class:`~service.rules.violations.CommandError` for a target seat the game does not have.
+    """
+    require_seat(command.target, state.size, "target")
+    target = state.players[command.target]
+    if command.target == command.player:
+        return f"{target} cannot catch themself"
+    held = len(state.hands[command.target])
+    if held != 1:
+        return f"{target} holds {held} cards, not one"
+    if command.target not in state.exposed:
+        return f"{target} called UNO or the window has closed"
+    return None
+
+
+def check_catch(state: State, command: Catch) -> Violation | None:
+    """``uno.catch.invalid``: a catch :func:`catch_reason` finds nothing to penalise is refused."""
+    reason = catch_reason(state, command)
+    return None if reason is None else Violation(Rule.UNO_CATCH_INVALID, reason)
+
+
+def resolve_catch(act: Act, command: Catch) -> None:
+    """``uno.penalty``: the caught player takes :data:`PENALTY` cards, as their rule set takes cards."""
+    act.emit(UnoCaught(command.player, command.target))
+    RULE_SETS[act.state.variant].taking.impose(act, command.target, PENALTY, Rule.UNO_PENALTY)

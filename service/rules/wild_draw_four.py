@@ -1,0 +1,99 @@
+"""The Wild Draw Four, whole: its effect, the victim's answer, and the challenge that judges the play.
+
+Digest ``action.wild-draw-four`` and ``wd4.*``. Playing a W+4 is never refused — an illegal one is the
+bluff (``wd4.legal``), and only a challenge tests it: the victim must then accept (``wd4.accept``) or
+challenge (``wd4.challenge``) as their first turn action, and nothing else happens in between but UNO
+calls and catches. The question "was it legal?" is :func:`~service.rules.legality.wd4_matching`, shared
+with the bots; the hand it is asked of is the one recorded when the card went down
+(:class:`~service.rules.state.Wd4Play`, kept by ``evolve`` as ``State.wd4`` until the answer), so a catch
+of the offender before the answer changes nothing about the judgement.
+"""
+
+from __future__ import annotations
+
+from .commands import Accept, Challenge
+from .engine import Act, Played
+from .events import Awaiting, Wd4Accepted, Wd4Challenged
+from .legality import wd4_matching
+from .state import State
+from .violations import Impossible, Rule, Violation
+
+# --- the effect ------------------------------------------------------------------------------------
+
+
+def effect(act: Act, played: Played) -> None:
+    """``action.wild-draw-four``: the colour was chosen with the play; the victim must answer.
+
+    Going out on it, the victim draws 4 with no challenge (``round.end``): the offender held nothing else.
+    """
+    victim = act.state.next_seat(played.origin)
+    if played.going_out:
+        act.take(victim, 4, Rule.ACTION_WILD_DRAW_FOUR)
+    else:
+        act.prompt(victim, Awaiting.WD4_RESPONSE, new_turn=False)
+
+
+def unanswered(state: State) -> Violation | None:
+    """``action.wild-draw-four``: a turn action by anyone while the victim has still to answer."""
+    if state.awaiting is Awaiting.WD4_RESPONSE:
+        victim = state.players[state.turn]
+        return Violation(
+            Rule.ACTION_WILD_DRAW_FOUR, f"{victim} must first accept or challenge the Wild Draw Four"
+        )
+    return None
+
+
+# --- the victim's answer ---------------------------------------------------------------------------
+
+
+def _check_answer(state: State, seat: int, rule: Rule) -> Violation | None:
+    """Only the victim answers, and only while the Wild Draw Four waits for it."""
+    if state.awaiting is not Awaiting.WD4_RESPONSE:
+        return Violation(rule, "no Wild Draw Four is waiting for an answer")
+    if seat != state.turn:
+        victim = state.players[state.turn]
+        return Violation(rule, f"only {victim}, the Wild Draw Four's victim, may answer it")
+    return None
+
+
+def check_accept(state: State, command: Accept) -> Violation | None:
+    """``wd4.accept``: the victim's to make, in answer to a pending Wild Draw Four."""
+    return _check_answer(state, command.player, Rule.WD4_ACCEPT)
+
+
+def check_challenge(state: State, command: Challenge) -> Violation | None:
+    """``wd4.challenge``: the victim's to make, in answer to a pending Wild Draw Four."""
+    return _check_answer(state, command.player, Rule.WD4_CHALLENGE)
+
+
+def resolve_accept(act: Act, command: Accept) -> None:
+    """``wd4.accept``: the victim draws 4 and loses the turn."""
+    if act.state.wd4 is None:
+        raise Impossible(Rule.WD4_ACCEPT, "no Wild Draw Four to accept")
+    victim = command.player
+    act.emit(Wd4Accepted(victim))
+    act.take(victim, 4, Rule.WD4_ACCEPT)
+    act.prompt(act.state.next_seat(victim))
+
+
+def resolve_challenge(act: Act, command: Challenge, upheld: bool | None) -> None:
+    """``wd4.challenge``: upheld, the offender draws 4 and the victim plays; failed, the victim draws 6.
+
+    The offender's hand as played is shown to the challenger (in :class:`Wd4Challenged`). ``upheld``
+    overrides the judgement: a table that applied the wrong outcome, replayed as it was.
+    """
+    pending = act.state.wd4
+    if pending is None:
+        raise Impossible(Rule.WD4_CHALLENGE, "no Wild Draw Four to challenge")
+    victim = command.player
+    # ``wd4.legal``: the cards that made it illegal, from the hand as played; none when it was legal.
+    matching = wd4_matching(pending.hand, pending.colour, act.state.options.wd4_wilds_block)
+    if upheld is None:
+        upheld = bool(matching)
+    act.emit(Wd4Challenged(victim, pending.offender, upheld, pending.hand, pending.colour, matching))
+    if upheld:
+        act.take(pending.offender, 4, Rule.WD4_CHALLENGE_UPHELD)
+        act.prompt(victim)
+    else:
+        act.take(victim, 6, Rule.WD4_CHALLENGE_FAILED)
+        act.prompt(act.state.next_seat(victim))
