@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from .global_order import Connection
+from .interface import GameCatalogue
 from .model import DISPUTE_TYPES, GameRow, StoredEvent, check_limit
 from .streams import EVENT_COLUMNS, stored_event
 
@@ -82,7 +83,7 @@ def catalogue_params(
     }
 
 
-class PostgresGames:
+class PostgresGames(GameCatalogue):
     """The game catalogue over a pool of connections; :class:`~service.store.EventStore` is one."""
 
     def __init__(self, pool: AsyncConnectionPool[Connection]) -> None:

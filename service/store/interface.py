@@ -1,9 +1,10 @@
 """The abstract store: what the application core may ask of the log and of the game catalogue.
 
-A :class:`typing.Protocol` rather than an abstract base class, because the two implementations share no
-code through it (they share :mod:`service.store.model` instead) and a caller should depend on the
-behaviour, not on a class tree: :class:`~service.store.EventStore` (PostgreSQL) and
-:class:`~service.store.MemoryStore` (one process, no database) both satisfy it, and
+A :class:`typing.Protocol` rather than an abstract base class, because a caller should depend on the
+behaviour, not on a class tree: anything with these methods will do (a test double too). The two
+implementations, :class:`~service.store.EventStore` (PostgreSQL) and :class:`~service.store.MemoryStore`
+(one process, no database), name the protocol as a base all the same, so that mypy checks their
+signatures against it; they share no code through it (they share :mod:`service.store.model` instead).
 ``tests/store/test_contract.py`` runs one suite of tests against both, so "satisfies" means the same
 versions, idempotency, hash chain, gap-free order and wake-ups, not just the same signatures.
 

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import CommandReused, GameExists, GameNotFound, StoreError, VersionConflict
-from .interface import Wakeups
+from .interface import Store, Wakeups
 from .model import (
     DISPUTE_TYPES,
     GENESIS_HASH,
@@ -58,7 +58,7 @@ class _Game:
     stream: list[StoredEvent] = field(default_factory=list)
 
 
-class MemoryStore:
+class MemoryStore(Store):
     """A :class:`~service.store.Store` in memory; see the module docstring."""
 
     def __init__(self) -> None:

@@ -25,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool
 from .errors import GameExists
 from .games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
 from .global_order import Connection
+from .interface import Store
 from .migrate import apply_migrations
 from .model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create
 from .streams import PostgresStreams, earlier_result, maybe_earlier_result, write_params, write_statement
@@ -41,7 +42,7 @@ class _CommandSeen(Exception):
     """Raised inside create_game's transaction to roll it back: the command id was already recorded."""
 
 
-class EventStore(PostgresStreams, PostgresGames):
+class EventStore(PostgresStreams, PostgresGames, Store):
     """The store over a pool of connections to one PostgreSQL database.
 
     Open it with :meth:`open`, run :meth:`migrate` once at start-up, :meth:`close` it at the end (or use

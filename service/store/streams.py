@@ -42,7 +42,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from .errors import CommandReused, GameNotFound, StoreError, VersionConflict
 from .global_order import Connection, GlobalReader
-from .interface import Wakeups
+from .interface import StreamStore, Wakeups
 from .model import (
     GENESIS_HASH,
     START,
@@ -127,7 +127,7 @@ _SETTLED_CONSTRAINTS = frozenset(
 _READER = GlobalReader(EVENT_COLUMNS)
 
 
-class PostgresStreams:
+class PostgresStreams(StreamStore):
     """The stream store over a pool of connections to one database; see the module docstring.
 
     :class:`~service.store.EventStore` is one (it opens the pool and adds the game catalogue).
