@@ -89,11 +89,10 @@ def resolve(state: State, command: Command, *, upheld: bool | None = None) -> tu
     ``upheld`` forces the outcome of a Wild Draw Four challenge (a table that ruled otherwise).
     """
     act = Act(state, getattr(command, "supply", NO_SUPPLY))
-    kind = type(command)
-    if kind is Challenge:
-        wild_draw_four.resolve_challenge(act, command, upheld)  # type: ignore[arg-type]
+    if isinstance(command, Challenge):
+        wild_draw_four.resolve_challenge(act, command, upheld)
     else:
-        _RESOLVERS[kind](act, command)
+        _RESOLVERS[type(command)](act, command)
     return tuple(act.events), act.state
 
 

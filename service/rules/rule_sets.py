@@ -69,9 +69,15 @@ class RuleSet:
 #: Every rule set, by variant.
 RULE_SETS: Mapping[Variant, RuleSet] = MappingProxyType(
     {
-        Variant.CLASSIC: RuleSet(classic.EFFECTS, classic.first_card, _pile(Variant.CLASSIC)),
-        Variant.SONIC: RuleSet(sonic.EFFECTS, sonic.first_card, _pile(Variant.SONIC)),
-        Variant.MARIO_KART: RuleSet(mario_kart.EFFECTS, mario_kart.first_card, _pile(Variant.MARIO_KART)),
-        Variant.ATTACK: RuleSet(attack.EFFECTS, attack.first_card, _LAUNCHER),
+        Variant.CLASSIC: RuleSet(
+            effects=classic.EFFECTS, first_card=classic.first_card, taking=_pile(Variant.CLASSIC)
+        ),
+        Variant.SONIC: RuleSet(
+            effects=sonic.EFFECTS, first_card=sonic.first_card, taking=_pile(Variant.SONIC)
+        ),
+        Variant.MARIO_KART: RuleSet(
+            effects=mario_kart.EFFECTS, first_card=mario_kart.first_card, taking=_pile(Variant.MARIO_KART)
+        ),
+        Variant.ATTACK: RuleSet(effects=attack.EFFECTS, first_card=attack.first_card, taking=_LAUNCHER),
     }
 )
