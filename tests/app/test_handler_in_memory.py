@@ -1,8 +1,8 @@
 """The command handler over the in-memory store: the application core runs, and is tested, without a database.
 
-The handler is typed against the PostgreSQL store, but uses only what the abstract
-:class:`service.store.Store` promises, so :class:`service.store.MemoryStore` (held to the same contract as
-PostgreSQL by ``tests/store/test_contract.py``) can stand in. None of these tests asks for a database.
+The handler depends on the abstract :class:`service.store.Store` only, so :class:`service.store.MemoryStore`
+(held to the same contract as PostgreSQL by ``tests/store/test_contract.py``) can stand in for the
+database. None of these tests asks for one.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ async def _new_game(handler: CommandHandler, tournament_id: str = "") -> tuple[s
 
 async def test_a_game_is_created_and_played_through_the_handler() -> None:
     store = MemoryStore()
-    handler = CommandHandler(store)  # type: ignore[arg-type]  # typed as EventStore; uses only Store
+    handler = CommandHandler(store)
     game_id, tokens = await _new_game(handler, tournament_id="cup")
     for _ in range(30):
         state = (await handler.load(game_id)).state
@@ -70,7 +70,7 @@ async def test_a_game_is_created_and_played_through_the_handler() -> None:
     assert_valid_stream(stream)
     assert stream[0].type == "GameCreated" and not stream[0].payload.get("seed")  # the seed stays secret
     # A second instance, with nothing cached, folds the stored log to the same state.
-    fresh = await CommandHandler(store).load(game_id)  # type: ignore[arg-type]
+    fresh = await CommandHandler(store).load(game_id)
     cached = await handler.load(game_id)
     assert (fresh.version, fresh.last_hash, fresh.state) == (cached.version, cached.last_hash, cached.state)
     assert fresh.version == len(stream) == await store.stream_version(game_id)
@@ -87,7 +87,7 @@ async def test_a_game_is_created_and_played_through_the_handler() -> None:
 
 async def test_a_retried_command_answers_its_first_result_and_appends_nothing() -> None:
     store = MemoryStore()
-    handler = CommandHandler(store)  # type: ignore[arg-type]
+    handler = CommandHandler(store)
     game_id, _ = await _new_game(handler)
     command = _legal((await handler.load(game_id)).state)
     ids = _ids("the-same-command")
@@ -96,7 +96,7 @@ async def test_a_retried_command_answers_its_first_result_and_appends_nothing() 
     # The game moves on; the retry, on another instance too, still answers the first result.
     await handler.handle(game_id, _legal((await handler.load(game_id)).state), **_ids())
     moved_on = await store.stream_version(game_id)
-    for instance in (handler, CommandHandler(store)):  # type: ignore[arg-type]
+    for instance in (handler, CommandHandler(store)):
         again = await instance.handle(game_id, command, **ids)
         assert again.duplicate and not first.duplicate
         assert [(e.version, e.hash) for e in again.events] == [(e.version, e.hash) for e in first.events]
@@ -112,7 +112,7 @@ async def test_a_retried_command_answers_its_first_result_and_appends_nothing() 
 
 async def test_a_stale_instance_catches_up_and_accepts_the_next_legal_command() -> None:
     store = MemoryStore()
-    first, second = CommandHandler(store), CommandHandler(store)  # type: ignore[arg-type]
+    first, second = CommandHandler(store), CommandHandler(store)
     game_id, _ = await _new_game(first)
     await first.load(game_id)  # `first` caches the game now ...
     for _ in range(3):  # ... and `second` moves it on three times
