@@ -70,6 +70,7 @@ from psycopg.conninfo import make_conninfo
 from service.api.handler import stored_form
 from service.audit.auditor import Auditor
 from service.audit.export import record_from_game
+from service.audit.game_report import GameReport
 from service.audit.record import read_record_file, write_record
 from service.audit.verify import verify_record
 from service.catalogue import decode_event, encode
@@ -235,14 +236,15 @@ def verify_files(paths: list[Path], keep_gc: bool) -> dict[str, float]:
 
 
 async def verify_store(auditor: Auditor, game_ids: list[str], keep_gc: bool) -> dict[str, float]:
-    invalid: list[dict[str, Any]] = []
+    invalid: list[GameReport] = []
     with timed_section(keep_gc) as times:
         for game_id in game_ids:
             report = await auditor.verify(game_id, check_projections=False)
-            if report["valid"] is not True:
+            if not report.valid:
                 invalid.append(report)
     if invalid:
-        raise SystemExit(f"{len(invalid)} stored game(s) do not verify, e.g. {json.dumps(invalid[0])}")
+        example = json.dumps(invalid[0].to_json())
+        raise SystemExit(f"{len(invalid)} stored game(s) do not verify, e.g. {example}")
     return times
 
 

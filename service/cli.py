@@ -51,7 +51,8 @@ from projections import VIEW_NAMES
 from service import cli_audit
 from service.audit.export import RecordMode, record_from_game
 from service.audit.record import RecordError, read_record_file, write_record
-from service.audit.verify import Report, verify_record
+from service.audit.render import render
+from service.audit.verify import verify_record
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from service.play.simulate import InvariantError, play_game
 from service.rules.options import OptionError, Variant
@@ -429,29 +430,8 @@ def _verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
     else:
-        print(_human(report))
+        print(render(report))
     return EXIT_OK if report.valid else EXIT_INVALID
-
-
-def _human(report: Report) -> str:
-    data = report.to_json()
-    lines = [f"{data['variant']} game: {'VALID' if data['valid'] else 'INVALID'}"]
-    for v in data["violations"]:
-        lines.append(f"  line {v['line']}: {v['rule']}: {v['message']}")
-    for r in data["rulings"]:
-        applied = {True: "table agreed", False: "TABLE DISAGREED", None: "table did not say"}[r["applied_ok"]]
-        why = f" ({r['reason']})" if r.get("reason") else ""
-        lines.append(
-            f"  line {r['line']}: {r['kind']} by {r['by']} against {r['against']}: {r['verdict']} "
-            f"[{r['rule']}]{why}; {applied}"
-        )
-    for rnd in data["rounds"]:
-        lines.append(f"  round {rnd['round']}: {rnd['winner']} scored {rnd['points']}")
-    scores = ", ".join(f"{name} {points}" for name, points in data["scores"].items())
-    lines.append(f"  scores: {scores}; winner: {data['winner'] or 'none yet'}")
-    if data["stopped_at"] is not None:
-        lines.append(f"  the record could not be followed past line {data['stopped_at']}")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
 import json
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from service.audit.entries import DisputeKind
-from service.audit.verify import LINE_EVIDENCE
+from service.audit.render import count, finding_line, render, render_adjudication, render_summary
+from service.audit.report import RulesReport, Unit
 
 if TYPE_CHECKING:  # the database's modules load only when a command runs
     from service.audit.auditor import Auditor
-    from service.audit.stored_game import Adjudication
+    from service.audit.game_report import GameSummary, ReplaySection
 
 #: The exit statuses of every ``uno-audit`` command: done (valid), invalid, bad usage or refused.
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -50,6 +53,7 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
     import psycopg
     from psycopg_pool import PoolTimeout
 
+    from projections.check import check_game
     from service.audit.auditor import Auditor, Refused
     from service.store import EventStore, StoreError
 
@@ -64,7 +68,7 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        from service.api.server import embedded_database
+        from service.embedded import embedded_database
 
         url, embedded = embedded_database(data_dir)  # shared with a `serve` running on the same folder
 
@@ -77,7 +81,7 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
         store = await EventStore.open(url, max_size=4)
         try:
             await store.migrate()
-            return await work(Auditor(store))
+            return await work(Auditor(store, check_game))
         finally:
             await store.close()
 
@@ -101,7 +105,7 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: object) -> None:
     print(json.dumps(value, ensure_ascii=False))
 
 
@@ -116,6 +120,7 @@ def verify_stored(args: argparse.Namespace) -> int:
 
 async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
     from service.audit.auditor import Refused
+    from service.audit.game_report import Unverified
 
     try:
         report = await auditor.verify(
@@ -129,300 +134,45 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
             raise
         # The game is stored but its log cannot be read as a game: it does not verify.
         if args.json:
-            _print_json({"game_id": args.game, "valid": False, "error": str(refused)})
+            _print_json(Unverified(args.game, str(refused)).to_json())
         else:
             print(f"game {args.game}: INVALID\n  {refused}")
         return EXIT_INVALID
     if args.json:
-        _print_json(report)
+        _print_json(report.to_json())
     else:
-        print(_human_game(report))
-    return EXIT_OK if report["valid"] else EXIT_INVALID
-
-
-def _cards(cards: Sequence[str]) -> str:
-    return " ".join(cards) if cards else "(none)"
-
-
-def _outcome(outcome: dict[str, Any]) -> str:
-    scores = ", ".join(f"{name} {points}" for name, points in (outcome.get("scores") or {}).items())
-    parts = [f"winner {outcome.get('winner') or 'none yet'}", f"scores {scores or '-'}"]
-    parts.append(f"{len(outcome.get('rounds') or [])} rounds")
-    if "valid" in outcome:
-        parts.append("valid" if outcome["valid"] else "invalid")
-    if outcome.get("stopped_at") is not None:
-        parts.append(f"stopped at {outcome['stopped_at']}")
-    return ", ".join(parts)
-
-
-def _event_text(event: dict[str, Any] | None) -> str:
-    if event is None:
-        return "nothing"
-    return f"{event['type']} {json.dumps(event['payload'], ensure_ascii=False, sort_keys=True)}"
-
-
-def _evidence_lines(evidence: dict[str, Any], indent: str) -> list[str]:
-    lines = []
-    for name, value in evidence.items():
-        label = name.replace("_", " ")
-        if name in LINE_EVIDENCE:
-            text = "-" if value is None else f"position {value}"
-        elif isinstance(value, list):
-            text = _cards(value)
-        else:
-            text = "-" if value is None else str(value)
-        lines.append(f"{indent}{label}: {text}")
-    return lines
-
-
-_TABLE_SAID = {True: "the table agreed", False: "THE TABLE DISAGREED", None: "the table did not say"}
-
-
-def _ruling_line(ruling: dict[str, Any]) -> str:
-    why = f" ({ruling['reason']})" if ruling.get("reason") else ""
-    said = _TABLE_SAID.get(ruling.get("applied_ok"), "")
-    return (
-        f"position {ruling['position']}: {ruling['kind']} by {ruling['by']} against {ruling['against']}: "
-        f"{ruling['verdict']} [{ruling['rule']}]{why}; {said}"
-    )
-
-
-def _judged(kind: str, position: int, recorded: bool) -> str:
-    """Which catch or challenge a ruling judged: the recorded one, or the one described."""
-    if recorded:
-        return f"the {kind} recorded at position {position}"
-    return f"the {kind} described, as made right after position {position} (none is recorded there)"
-
-
-def _dispute_line(dispute: dict[str, Any]) -> str:
-    """A dispute of a stored game's report, with what it names and, once ruled, what was judged."""
-    named = "".join(
-        f" {word} {dispute[key]}" for word, key in (("by", "by"), ("of", "target")) if dispute.get(key)
-    )
-    head = (
-        f"dispute {dispute['dispute_id']} filed at position {dispute['filed_at']} by {dispute['filer']}: "
-        f"{dispute['kind']}{named} at position {dispute['position']}: {dispute['claim']!r}"
-    )
-    ruling = dispute.get("ruling")
-    if ruling is None:
-        return f"{head}; open"
-    why = f" ({ruling['reason']})" if ruling.get("reason") else ""
-    mismatch = f"; NOT AS NAMED: {ruling['mismatch']}" if ruling.get("mismatch") else ""
-    judged = _judged(dispute["kind"], ruling["position"], ruling["recorded"])
-    return (
-        f"{head}; ruled at position {dispute['ruled_at']} on {judged}: {ruling['verdict']} "
-        f"[{ruling['rule']}]{why}, by {ruling['by'] or '-'} against {ruling['against'] or '-'}{mismatch}"
-    )
-
-
-def _human_game(report: dict[str, Any]) -> str:
-    """A stored game's report as text (the report object itself is ``--json``)."""
-    lines = [
-        f"game {report['game_id']}: {'VALID' if report['valid'] else 'INVALID'}",
-        f"  {report['origin']} {report.get('variant') or '?'} game, version {report['version']}, "
-        f"{report['status']}; rules {'kept' if report['rules_valid'] else 'BROKEN'}",
-    ]
-    unreadable = report.get("unreadable")
-    if unreadable is not None:
-        lines.append(
-            f"  UNREADABLE from position {unreadable['position']}: the log cannot be read back as a "
-            f"record: {unreadable['message']}"
-        )
-    chain = report["chain"]
-    if chain["valid"]:
-        lines.append(f"  hash chain: intact, {chain['events']} events, head {chain['head']}")
-    else:
-        lines.append(f"  hash chain: TAMPERED ({chain['events']} events, head {chain['head']})")
-        for finding in chain["findings"]:
-            lines.append(f"    position {finding['position']}: {finding['kind']}: {finding['message']}")
-    if report["seed"] is not None:
-        lines.extend(_seed_lines(report["seed"]))
-    if report["replay"] is not None:
-        lines.extend(_replay_lines(report["origin"], report["replay"]))
-    projections = report.get("projections")
-    if projections is None:
-        lines.append("  read models: not checked")
-    elif not projections["problems"]:
-        lines.append("  read models: agree with the log")
-    else:
-        lines.append("  read models: DISAGREE with the log")
-        lines.extend(f"    {problem}" for problem in projections["problems"])
-    for violation in report["violations"]:
-        lines.append(f"  position {violation['position']}: {violation['rule']}: {violation['message']}")
-    for ruling in report["rulings"]:
-        lines.append("  " + _ruling_line(ruling))
-    for dispute in report["disputes"]:
-        lines.append("  " + _dispute_line(dispute))
-    for rnd in report["rounds"]:
-        lines.append(f"  round {rnd['round']}: {rnd['winner']} scored {rnd['points']}")
-    scores = ", ".join(f"{name} {points}" for name, points in report["scores"].items())
-    lines.append(f"  scores: {scores or '-'}; winner: {report['winner'] or 'none yet'}")
-    if report["stopped_at"] is not None:
-        lines.append(f"  the game could not be followed past position {report['stopped_at']}")
-    return "\n".join(lines)
-
-
-def _replay_lines(origin: str, replay: dict[str, Any]) -> list[str]:
-    lines = []
-    diverged = replay["diverged_at"]
-    if origin == "imported":
-        lines.append("  replay: an imported record; today's verdict is compared with the one at import")
-    elif diverged is None:
-        lines.append("  replay: today's rules engine makes the same events of the same commands")
-    else:
-        lines.append(f"  replay: DIVERGED at position {diverged['position']}")
-        lines.append(f"    stored:          {_event_text(diverged['stored'])}")
-        lines.append(f"    today's engine:  {_event_text(diverged['replayed'])}")
-    if replay["outcome_differs"]:
-        lines.append("  outcome differs from today's replay:")
-        lines.append(f"    stored:   {_outcome(replay['stored'])}")
-        lines.append(f"    replayed: {_outcome(replay['replayed'])}")
-    else:
-        lines.append("  outcome: the stored outcome is today's replay's")
-    return lines
-
-
-def _seed_lines(seed: dict[str, Any]) -> list[str]:
-    if seed["status"] == "none":
-        return ["  seed: none recorded; the cards are as the log says"]
-    status = {"secret": "secret", "revealed": f"revealed at position {seed['revealed_at']}"}.get(
-        seed["status"], seed["status"]
-    )
-    commitment = {
-        True: "commitment holds",
-        False: "COMMITMENT BROKEN (the seed does not hash to the committed SHA-256)",
-        None: "no commitment to check",
-    }[seed["commitment_ok"]]
-    lines = [f"  seed: {status}; {commitment}; cards re-derived through position {seed['checked_to']}"]
-    if seed.get("committed"):
-        lines.append(f"    committed SHA-256: {seed['committed']}")
-    if seed.get("seed"):
-        lines.append(f"    seed: {seed['seed']}")
-    for mismatch in seed["mismatches"]:
-        lines.append(f"    position {mismatch['position']}: DEALING MISMATCH: {mismatch['message']}")
-    return lines
-
-
-def _first_problem(report: dict[str, Any]) -> str | None:
-    """The first thing wrong with a stored game's report, as one line (``None`` when there is none)."""
-    if "error" in report:
-        return str(report["error"])
-    for finding in report["chain"]["findings"]:
-        return f"position {finding['position']}: chain {finding['kind']}: {finding['message']}"
-    unreadable = report.get("unreadable")
-    if unreadable is not None:
-        return f"position {unreadable['position']}: unreadable: {unreadable['message']}"
-    seed = report["seed"] or {"commitment_ok": None, "mismatches": []}
-    if seed["commitment_ok"] is False:
-        return "the seed does not match its commitment"
-    for mismatch in seed["mismatches"]:
-        return f"position {mismatch['position']}: {mismatch['message']}"
-    replay = report["replay"] or {"diverged_at": None, "outcome_differs": False}
-    diverged = replay["diverged_at"]
-    if diverged is not None:
-        stored, replayed = diverged["stored"], diverged["replayed"]
-        return (
-            f"position {diverged['position']}: stored {stored['type'] if stored else 'nothing'}, "
-            f"today's engine {replayed['type'] if replayed else 'nothing'}"
-        )
-    for violation in report["violations"]:
-        return f"position {violation['position']}: {violation['rule']}: {violation['message']}"
-    if replay["outcome_differs"]:
-        return "the stored outcome differs from today's replay"
-    for problem in (report.get("projections") or {}).get("problems", []):
-        return f"read models: {problem}"
-    return None
-
-
-def _summary(report: dict[str, Any]) -> dict[str, Any]:
-    """One row of ``verify --all``: a game's report in brief."""
-    chain = report.get("chain")  # none when the auditor refused the game (``error``)
-    replay = report.get("replay")  # none as well when the log cannot be read back as a record
-    diverged = None if replay is None else replay["diverged_at"]
-    return {
-        "game_id": report["game_id"],
-        "origin": report.get("origin"),
-        "version": report.get("version"),
-        "valid": bool(report["valid"]),
-        "chain": None if chain is None else chain["valid"],
-        "diverged_at": None if diverged is None else diverged["position"],
-        "outcome_differs": None if replay is None else replay["outcome_differs"],
-        "first_problem": _first_problem(report),
-    }
+        print(render(report))
+    return EXIT_OK if report.valid else EXIT_INVALID
 
 
 async def _verify_every(auditor: Auditor, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from service.audit.game_report import GameReport
+
     total = await auditor.count_games()
-    rows: list[dict[str, Any]] = []
-    differs: list[tuple[str, dict[str, Any]]] = []
+    rows: list[GameSummary] = []
+    differs: list[tuple[str, ReplaySection]] = []
     with tqdm(total=total, desc="verifying", unit="game", file=sys.stderr, dynamic_ncols=True) as bar:
         async for report in auditor.verify_all(check_projections=not args.no_projections):
-            rows.append(_summary(report))
-            replay = report.get("replay")
-            if replay is not None and replay["outcome_differs"]:
-                differs.append((report["game_id"], replay))
+            rows.append(report.summary())
+            replay = report.replay if isinstance(report, GameReport) else None
+            if replay is not None and replay.outcome_differs:
+                differs.append((report.game_id, replay))
             bar.update(1)
-    invalid = [row["game_id"] for row in rows if not row["valid"]]
+    invalid = [row.game_id for row in rows if not row.valid]
     if args.json:
         _print_json(
             {
                 "games": len(rows),
                 "invalid": invalid,
                 "outcome_differs": [game_id for game_id, _ in differs],
-                "reports": rows,
+                "reports": [row.to_json() for row in rows],
             }
         )
     else:
-        print(_human_summary(rows, invalid, differs))
+        print(render_summary(rows, invalid, differs))
     return EXIT_INVALID if invalid else EXIT_OK
-
-
-def _human_summary(
-    rows: list[dict[str, Any]], invalid: list[str], differs: list[tuple[str, dict[str, Any]]]
-) -> str:
-    if not rows:
-        return "no games stored"
-
-    def cell(value: Any, yes: str, no: str) -> str:
-        return "?" if value is None else (yes if value else no)
-
-    header = ("GAME", "ORIGIN", "VERSION", "VALID", "CHAIN", "DIVERGED AT", "OUTCOME", "FIRST PROBLEM")
-    table = [header] + [
-        (
-            row["game_id"],
-            row["origin"] or "?",
-            "?" if row["version"] is None else str(row["version"]),
-            cell(row["valid"], "yes", "NO"),
-            cell(row["chain"], "ok", "TAMPERED"),
-            "-" if row["diverged_at"] is None else str(row["diverged_at"]),
-            cell(row["outcome_differs"], "DIFFERS", "same"),
-            row["first_problem"] or "-",
-        )
-        for row in rows
-    ]
-    widths = [max(len(line[column]) for line in table) for column in range(len(header) - 1)]
-    lines = [
-        "  ".join(value.ljust(width) for value, width in zip(line, widths, strict=False)) + "  " + line[-1]
-        for line in table
-    ]
-    lines.append("")
-    lines.append(
-        f"{_count(len(rows), 'game')}: {len(rows) - len(invalid)} valid, {len(invalid)} invalid; "
-        f"outcome differs from today's replay in {len(differs)}"
-    )
-    if invalid:
-        lines.append("invalid: " + ", ".join(invalid))
-    if differs:
-        lines.append("outcome differs (the stored outcome is not what today's rules engine replays):")
-        for game_id, replay in differs:
-            diverged = replay["diverged_at"]
-            where = "" if diverged is None else f"; diverged at position {diverged['position']}"
-            lines.append(f"  {game_id}{where}")
-            lines.append(f"    stored:   {_outcome(replay['stored'])}")
-            lines.append(f"    replayed: {_outcome(replay['replayed'])}")
-    return "\n".join(lines)
 
 
 def adjudicate(args: argparse.Namespace) -> int:
@@ -431,41 +181,12 @@ def adjudicate(args: argparse.Namespace) -> int:
     async def work(auditor: Auditor) -> int:
         found = await auditor.adjudicate(args.game, kind, args.position, by=args.by, target=args.target)
         if args.json:
-            _print_json(
-                {
-                    "game_id": args.game,
-                    "kind": kind.value,
-                    "position": found.position,
-                    "recorded": found.recorded,
-                    "mismatch": found.mismatch,
-                    "ruling": found.ruling,
-                }
-            )
+            _print_json(found.to_json())
         else:
-            print(_human_adjudication(args.game, found))
+            print(render_adjudication(found))
         return EXIT_OK
 
     return _on_auditor(args, work)
-
-
-def _human_adjudication(game_id: str, found: Adjudication) -> str:
-    """The ruling as text: which catch or challenge was judged (the recorded one, or the one described),
-    where what ``--by``/``--target`` named differs from it, the verdict and the evidence."""
-    ruling = found.ruling
-    why = f" ({ruling['reason']})" if ruling.get("reason") else ""
-    lines = [f"game {game_id}: {_judged(ruling['kind'], found.position, found.recorded)}"]
-    if found.mismatch is not None:
-        lines.append(f"  NOT AS NAMED: {found.mismatch}")
-    lines += [
-        f"  verdict: {ruling['verdict']}{why}",
-        f"  rule: {ruling['rule']}",
-        f"  by {ruling['by'] or '-'} against {ruling['against'] or '-'}",
-        "  evidence:",
-        *_evidence_lines(ruling["evidence"], "    "),
-    ]
-    if found.recorded:
-        lines.append(f"  {_TABLE_SAID.get(ruling.get('applied_ok'), '')}")
-    return "\n".join(lines)
 
 
 def export(args: argparse.Namespace) -> int:
@@ -531,7 +252,7 @@ def import_record(args: argparse.Namespace) -> int:
             raise
         report = imported.report
         seats = [
-            {"seat": seat, "player": player, "token": token}
+            _Seat(seat, player, token)
             for seat, (player, token) in enumerate(zip(imported.players, tokens, strict=False))
         ]
         if args.json:
@@ -540,10 +261,10 @@ def import_record(args: argparse.Namespace) -> int:
                     "game_id": imported.game_id,
                     "version": imported.version,
                     "duplicate": imported.duplicate,
-                    "seats": seats,
-                    "valid": report["valid"],
-                    "violations": len(report["violations"]),
-                    "report": report,
+                    "seats": [seat.to_json() for seat in seats],
+                    "valid": report.valid,
+                    "violations": len(report.violations),
+                    "report": report.to_json(),
                 }
             )
         else:
@@ -553,33 +274,35 @@ def import_record(args: argparse.Namespace) -> int:
     return _on_auditor(args, work)
 
 
-def _count(number: int, thing: str) -> str:
-    return f"{number} {thing}" if number == 1 else f"{number} {thing}s"
+@dataclass(frozen=True, slots=True)
+class _Seat:
+    """A seat of an imported game and its new token (shown once)."""
+
+    seat: int
+    player: str
+    token: str
+
+    def to_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
 
 
 def _human_import(
-    name: str,
-    game_id: str,
-    version: int,
-    seats: list[dict[str, Any]],
-    report: dict[str, Any],
-    duplicate: bool,
+    name: str, game_id: str, version: int, seats: list[_Seat], report: RulesReport, duplicate: bool
 ) -> str:
     lines = [
-        f"imported {name} as game {game_id}: {report['variant']}, {len(report['scores'])} players, "
+        f"imported {name} as game {game_id}: {report.variant.value}, {len(report.outcome.scores)} players, "
         f"version {version}"
     ]
     if duplicate or not seats:
         lines.append("the record was imported before; its seat tokens were shown then, not again")
     else:
         lines.append("seat tokens (shown once: only their hashes are stored; hand each player theirs now):")
-        lines.extend(f"  seat {s['seat']} {s['player']}: {s['token']}" for s in seats)
-    rulings = _count(len(report["rulings"]), "ruling")
-    if report["valid"]:
+        lines.extend(f"  seat {s.seat} {s.player}: {s.token}" for s in seats)
+    rulings = count(len(report.rulings), "ruling")
+    if report.valid:
         lines.append(f"verdict at import: VALID ({rulings})")
     else:
-        violations = _count(len(report["violations"]), "violation")
+        violations = count(len(report.violations), "violation")
         lines.append(f"verdict at import: INVALID: {violations} ({rulings})")
-        for violation in report["violations"]:
-            lines.append(f"  line {violation['line']}: {violation['rule']}: {violation['message']}")
+        lines.extend(f"  {finding_line(violation, Unit.LINE)}" for violation in report.violations)
     return "\n".join(lines)

@@ -31,6 +31,7 @@ from service.rules.options import Variant
 from service.store import EventStore
 from tests.audit import disputed
 from tests.audit.support import store_simulated
+from tests.audit.test_one_renderer import as_positions
 from tests.projections.projection_support import store_game
 
 RECORDS = Path(__file__).parent / "data" / "records"
@@ -203,6 +204,23 @@ async def test_an_imported_record_with_violations_verifies_invalid(
     assert out.splitlines()[0] == f"game {imported['game_id']}: INVALID"
     for violation in wanted["violations"]:
         assert f"position {violation['line'] + 1}: {violation['rule']}: " in out
+
+
+async def test_verify_game_and_verify_record_print_one_renderers_text(
+    capsys: pytest.CaptureFixture[str], database_url: str
+) -> None:
+    imported = await import_file(capsys, database_url, "classic_uno_catch")
+
+    code, game_text, _ = await cli(
+        capsys, "verify", "--game", imported["game_id"], "--database-url", database_url
+    )
+    assert code == 0
+    code, record_text, _ = await cli(capsys, "verify", "--record", str(RECORDS / "classic_uno_catch.jsonl"))
+    assert code == 0
+
+    judged = record_text.splitlines()[1:]  # the ruling, the scores: as a stored game gives them, in positions
+    assert judged[0] == "  line 9: uno-catch by bob against ann: penalty [uno.catch]; the table agreed"
+    assert game_text.splitlines()[-len(judged) :] == [as_positions(line) for line in judged]
 
 
 async def test_the_seed_of_a_game_in_progress_is_revealed_only_when_asked(
@@ -745,7 +763,7 @@ async def test_an_adjudication_that_cannot_be_made_exits_2(
 async def test_without_a_url_the_commands_use_the_embedded_database_serve_keeps(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from service.api.server import embedded_database
+    from service.embedded import embedded_database
 
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where the embedded server keeps its runtime files

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import grpc
@@ -20,7 +20,7 @@ from google.protobuf import struct_pb2
 from service.api.gen.uno.audit.v1 import audit_pb2 as pb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
 from service.audit.auditor import Auditor, Refused
-from service.audit.entries import DisputeKind
+from service.audit.entries import DisputeKind, DisputeRuled
 from service.audit.log import Dispute
 
 from . import errors
@@ -40,7 +40,7 @@ _REFUSALS = {
 }
 
 
-def _struct(value: dict[str, Any]) -> struct_pb2.Struct:
+def _struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
     out = struct_pb2.Struct()
     out.update(value)
     return out
@@ -66,20 +66,19 @@ def _position(value: int) -> int:
     return value
 
 
-def _ruling(
-    ruling: dict[str, Any], kind: DisputeKind, position: int, recorded: bool, mismatch: str | None
-) -> pb.Ruling:
+def _ruling(kind: DisputeKind, ruling: DisputeRuled) -> pb.Ruling:
+    """A ruling in the form the log records it (an adjudication's too: the same message either way)."""
     return pb.Ruling(
         kind=KIND_VALUES[kind.value],
-        verdict=ruling["verdict"],
-        rule=ruling["rule"],
-        reason=ruling.get("reason") or "",
-        by=ruling["by"],
-        against=ruling["against"],
-        position=position,
-        recorded=recorded,
-        evidence=_struct(ruling["evidence"]),
-        mismatch=mismatch or "",
+        verdict=ruling.verdict,
+        rule=ruling.rule,
+        reason=ruling.reason or "",
+        by=ruling.by,
+        against=ruling.against,
+        position=ruling.position,
+        recorded=ruling.recorded,
+        evidence=_struct(ruling.evidence),
+        mismatch=ruling.mismatch or "",
     )
 
 
@@ -104,22 +103,7 @@ def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
     ruled = dispute.ruling
     if ruled is not None:
         out.note = ruled.note
-        out.ruling.CopyFrom(
-            _ruling(
-                {
-                    "verdict": ruled.verdict,
-                    "rule": ruled.rule,
-                    "reason": ruled.reason,
-                    "by": ruled.by,
-                    "against": ruled.against,
-                    "evidence": ruled.evidence,
-                },
-                kind,
-                ruled.position,
-                ruled.recorded,
-                ruled.mismatch,
-            )
-        )
+        out.ruling.CopyFrom(_ruling(kind, ruled))
     return out
 
 
@@ -161,23 +145,22 @@ class AuditService(pb_grpc.AuditServiceServicer):
         report = await self.auditor.verify(
             game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
         )
-        findings = report["chain"]["findings"]
-        replay = report["replay"] or {}  # none when the log cannot even be read back as a record
-        diverged = replay.get("diverged_at")
+        replay = report.replay  # none when the log cannot even be read back as a record
+        diverged = None if replay is None else replay.diverged_at
         log.info(
             "verify",
             game=game_id,
-            valid=report["valid"],
+            valid=report.valid,
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
         )
         return pb.VerifyGameReply(
-            valid=report["valid"],
-            rules_valid=report["rules_valid"],
-            chain_valid=report["chain"]["valid"],
-            first_tampered_position=min((f["position"] for f in findings), default=0),
-            diverged_at=diverged["position"] if diverged else 0,
-            outcome_differs=bool(replay.get("outcome_differs")),
-            report=_struct(report),
+            valid=report.valid,
+            rules_valid=report.rules_valid,
+            chain_valid=report.chain.valid,
+            first_tampered_position=min((f.position for f in report.chain.findings), default=0),
+            diverged_at=0 if diverged is None else diverged.position,
+            outcome_differs=replay is not None and replay.outcome_differs,
+            report=_struct(report.to_json()),
         )
 
     async def _adjudicate(
@@ -193,7 +176,8 @@ class AuditService(pb_grpc.AuditServiceServicer):
             by=request.by if request.HasField("by") else None,
             target=request.target if request.HasField("target") else None,
         )
-        return _ruling(found.ruling, kind, found.position, found.recorded, found.mismatch)
+        # The message of a ruling the log would record, for no dispute and with no note.
+        return _ruling(kind, found.ruled(dispute_id="", note=""))
 
     @_answering
     async def AdjudicateCatch(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
@@ -297,7 +281,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
                 "GAME_EXISTS",
                 game_id=imported.game_id,
             )
-        log.info("import", game=imported.game_id, valid=imported.report["valid"], version=imported.version)
+        log.info("import", game=imported.game_id, valid=imported.report.valid, version=imported.version)
         return pb.ImportRecordReply(
             game_id=imported.game_id,
             version=imported.version,
@@ -305,5 +289,5 @@ class AuditService(pb_grpc.AuditServiceServicer):
                 pb.ImportSeat(seat=seat, player=name, token=token)
                 for seat, (name, token) in enumerate(zip(imported.players, tokens, strict=True))
             ],
-            report=_struct(imported.report),
+            report=_struct(imported.report.to_json()),
         )

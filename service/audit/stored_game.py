@@ -22,36 +22,35 @@ Everything here is pure: the caller reads the stream (and the secret seed, if it
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any
 
 from service.catalogue import encode
 from service.rules.commands import Catch
-from service.rules.events import Event
+from service.rules.events import Event, GameEnded
 from service.rules.state import State
 from service.rules.uno import catch_reason
 from service.rules.violations import Rule
 from service.store import StoredEvent
 
-from .chain import ChainFinding, check_chain
+from .chain import check_chain
 from .entries import DisputeKind
+from .game_report import (
+    Adjudication,
+    ChainSection,
+    Divergence,
+    Flaw,
+    GameReport,
+    GameStatus,
+    Origin,
+    ProjectionCheck,
+    ReplaySection,
+    SeedSection,
+    SeedStatus,
+    StoredForm,
+)
 from .log import GameLog, LogError, LoggedRecord, last_line, truncated
 from .record import Action, ActionKind, RecordError
-from .verify import Replay, Report, Ruling
-
-#: Events that carry cards taken from the pile: a difference in one of them is a fair-dealing mismatch.
-CARD_EVENTS = frozenset(
-    {
-        "RoundStarted",
-        "DealerDrawn",
-        "CardDrawn",
-        "CardsTaken",
-        "LauncherPressed",
-        "CardFlipped",
-        "FlipReturned",
-        "PileReshuffled",
-    }
-)
+from .report import Outcome, RulesReport, Ruling
+from .verify import Replay, Report
 
 
 class AdjudicationError(ValueError):
@@ -76,123 +75,82 @@ def verify_game(
     ledger_last_version: int | None = None,
     projection_problems: list[str] | None = None,
     show_seed: bool = False,
-) -> dict[str, Any]:
+) -> GameReport:
     """The full report of a stored game (see the module docstring).
 
-    ``log.seed`` is used to re-derive the cards whenever it is given; ``show_seed`` also prints it (the
+    ``log.seed`` is used to re-derive the cards whenever it is given; ``show_seed`` also shows it (the
     game has ended, or the adjudicator revealed it). ``projection_problems`` is the read models'
     cross-check (``None``: not run).
     """
-    findings = check_chain(log.game_id, log.rows, ledger_last_version)
+    chain = ChainSection(
+        len(log.rows), log.rows[-1].hash, tuple(check_chain(log.game_id, log.rows, ledger_last_version))
+    )
+    projections = None if projection_problems is None else ProjectionCheck(tuple(projection_problems))
+    unreadable_entries = tuple(Flaw(position, message) for position, message in log.unreadable_entries)
     try:
         logged = log.record(reveal=log.seed is not None)
     except (LogError, RecordError) as bad:
-        return _unreadable(log, findings, bad, projection_problems)
+        # The log cannot even be read back as a record (a payload that no longer decodes, an imported
+        # line that is no longer well formed): the chain check, and where reading stopped.
+        position = bad.position if isinstance(bad, LogError) else bad.line + 1
+        return GameReport(
+            log.game_id,
+            Origin(log.origin),
+            log.version,
+            _status(log, None),
+            None,
+            Flaw(position, str(bad)),
+            chain,
+            None,
+            None,
+            projections,
+            (),
+            tuple(log.disputes()),
+            unreadable_entries,
+        )
     report = _replay(logged).run()
-    place = logged.position
-    body = report.to_json(place, "position")
+    judged = report.rules()
+    rules = judged.placed(logged.position)
     divergence = _divergence(logged, report) if log.imported is None else None
-    replayed = {key: body[key] for key in ("rounds", "scores", "winner")}
-    stored = log.stored_outcome()
-    if log.imported is not None:
-        replayed.update(valid=report.valid, stopped_at=report.stopped_at)  # a line, as at import
-        stored_compared = {key: stored.get(key) for key in replayed}
-    else:
-        stored_compared = stored
-    seed = _seed_section(log, logged, report, divergence, show_seed)
-    projections = None if projection_problems is None else {"problems": projection_problems}
-    disputes = [d.to_json(logged.record.header.players) for d in log.disputes()]
-    outcome_differs = stored_compared != replayed
-    valid = (
-        report.valid
-        and not findings
-        and not log.unreadable_entries
-        and divergence is None
-        and not outcome_differs
-        and seed["commitment_ok"] is not False
-        and not projection_problems
+    return GameReport(
+        log.game_id,
+        Origin(log.origin),
+        log.version,
+        _status(log, rules),
+        rules,
+        None,
+        chain,
+        _seed_section(log, logged, rules, divergence, show_seed),
+        _replay_section(log, judged, divergence),
+        projections,
+        logged.record.header.players,
+        tuple(log.disputes()),
+        unreadable_entries,
     )
-    return {
-        "game_id": log.game_id,
-        "origin": log.origin,
-        "unreadable": None,
-        "version": log.version,
-        "status": _status(log, report),
-        **body,
-        "valid": valid,
-        "rules_valid": report.valid,
-        "chain": _chain_json(log, findings),
-        "seed": seed,
-        "replay": {
-            "diverged_at": divergence,
-            "outcome_differs": outcome_differs,
-            "stored": stored_compared,
-            "replayed": replayed,
-        },
-        "projections": projections,
-        "disputes": disputes,
-        "unreadable_entries": _unreadable_entries(log),
-    }
 
 
-def _status(log: GameLog, report: Report | None) -> str:
-    """``over`` or ``in-progress``, as the log says (an imported record: as its replay ends)."""
+def _status(log: GameLog, rules: RulesReport | None) -> GameStatus:
+    """Over or in progress, as the log says (an imported record: as its replay ends)."""
     if log.imported is None:
-        over = any(row.type == "GameEnded" for row in log.game_rows)
+        over = any(row.type == GameEnded.__name__ for row in log.game_rows)
     else:
-        over = report is not None and report.state is not None and report.state.winner is not None
-    return "over" if over else "in-progress"
+        over = rules is not None and rules.outcome.winner is not None
+    return GameStatus.OVER if over else GameStatus.IN_PROGRESS
 
 
-def _unreadable_entries(log: GameLog) -> list[dict[str, Any]]:
-    """Audit entries whose payload no longer decodes (left out of the disputes)."""
-    return [{"position": position, "message": message} for position, message in log.unreadable_entries]
+def _replay_section(log: GameLog, judged: RulesReport, divergence: Divergence | None) -> ReplaySection:
+    """The stored outcome against today's replay (``judged``, in record lines): a live game's as its
+    events say, an imported record's as the verifier said at import, with its verdict."""
+    imported = log.imported is not None
+    replayed = judged.import_outcome() if imported else judged.outcome
+    try:
+        stored: Outcome | None = Outcome.from_json(log.stored_outcome(), verdict=imported)
+    except ValueError:
+        stored = None
+    return ReplaySection(divergence, stored, replayed)
 
 
-def _chain_json(log: GameLog, findings: list[ChainFinding]) -> dict[str, Any]:
-    return {
-        "valid": not findings,
-        "events": len(log.rows),
-        "head": log.rows[-1].hash.hex(),
-        "findings": [f.to_json() for f in findings],
-    }
-
-
-def _unreadable(
-    log: GameLog,
-    findings: list[ChainFinding],
-    bad: LogError | RecordError,
-    projection_problems: list[str] | None,
-) -> dict[str, Any]:
-    """The report of a game whose log cannot even be read back as a record (a payload that no longer
-    decodes, an imported line that is no longer well formed): the chain check, and where reading stopped."""
-    position = bad.position if isinstance(bad, LogError) else bad.line + 1
-    return {
-        "game_id": log.game_id,
-        "origin": log.origin,
-        "unreadable": {"position": position, "message": str(bad)},
-        "version": log.version,
-        "status": _status(log, None),
-        "valid": False,
-        "rules_valid": False,
-        "variant": None,
-        "violations": [],
-        "rulings": [],
-        "rounds": [],
-        "scores": {},
-        "winner": None,
-        "final": None,
-        "stopped_at": position,
-        "chain": _chain_json(log, findings),
-        "seed": None,
-        "replay": None,
-        "projections": None if projection_problems is None else {"problems": projection_problems},
-        "disputes": [d.to_json(()) for d in log.disputes()],
-        "unreadable_entries": _unreadable_entries(log),
-    }
-
-
-def _divergence(logged: LoggedRecord, report: Report) -> dict[str, Any] | None:
+def _divergence(logged: LoggedRecord, report: Report) -> Divergence | None:
     """The first stored event that today's engine does not make of the same command, or ``None``."""
     for line in sorted(logged.stored):
         rows, stored = logged.stored[line]
@@ -207,67 +165,40 @@ def _divergence(logged: LoggedRecord, report: Report) -> dict[str, Any] | None:
     return None
 
 
-def _diverged(position: int, row: StoredEvent | None, replayed: Event | None) -> dict[str, Any]:
-    mine = None if replayed is None else encode(replayed)
-    return {
-        "position": position,
-        "stored": None if row is None else {"type": row.type, "payload": row.payload},
-        "replayed": None if mine is None else {"type": mine[0], "payload": mine[1]},
-    }
+def _diverged(position: int, row: StoredEvent | None, replayed: Event | None) -> Divergence:
+    return Divergence(
+        position,
+        None if row is None else StoredForm(row.type, row.payload),
+        None if replayed is None else StoredForm(*encode(replayed)),
+    )
 
 
 def _seed_section(
-    log: GameLog, logged: LoggedRecord, report: Report, divergence: dict[str, Any] | None, show_seed: bool
-) -> dict[str, Any]:
+    log: GameLog, logged: LoggedRecord, rules: RulesReport, divergence: Divergence | None, show_seed: bool
+) -> SeedSection:
     header = logged.record.header
     committed = header.seed_sha256
     seed = log.seed if log.seed is not None else header.seed
     commitment_ok = None
     if seed is not None and committed is not None:
         commitment_ok = hashlib.sha256(seed).hexdigest() == committed
-    mismatches = [
-        {"position": logged.position(v.line), "message": v.message}
-        for v in report.violations
-        if v.rule == Rule.FAIR_COMMIT.value
-    ]
-    if (
-        divergence is not None
-        and (divergence["stored"] or divergence["replayed"] or {}).get("type") in CARD_EVENTS
-    ):
-        mismatches.append(
-            {
-                "position": divergence["position"],
-                "message": "the stored cards are not the ones the seed deals",
-            }
-        )
+    mismatches = [Flaw(v.at, v.message) for v in rules.violations if v.rule is Rule.FAIR_COMMIT]
+    if divergence is not None and divergence.deals_cards:
+        mismatches.append(Flaw(divergence.position, "the stored cards are not the ones the seed deals"))
     revealed_at = log.seed_revealed_at()
-    return {
-        "committed": committed,
-        "status": "none" if seed is None else ("revealed" if revealed_at is not None else "secret"),
-        "revealed_at": revealed_at,
-        "seed": seed.hex() if seed is not None and show_seed else None,
-        "commitment_ok": commitment_ok,
-        "checked_to": (log.version if report.stopped_at is None else logged.position(report.stopped_at))
-        if seed is not None
-        else None,
-        "mismatches": mismatches,
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class Adjudication:
-    """A ruling on one catch or challenge of a stored game, with where it stands in the log.
-
-    ``recorded`` says which was judged: the catch or challenge the log holds at ``position`` (true), or,
-    the log holding none there, the one the caller described, as made right after ``position``.
-    ``mismatch`` says in words where the ``by`` or ``target`` the caller named differ from what was
-    judged (``None`` when they agree or named nothing), so that nothing named is dropped unsaid.
-    """
-
-    position: int
-    recorded: bool
-    ruling: dict[str, Any]
-    mismatch: str | None
+    if seed is None:
+        status = SeedStatus.NONE
+    else:
+        status = SeedStatus.SECRET if revealed_at is None else SeedStatus.REVEALED
+    return SeedSection(
+        committed,
+        status,
+        revealed_at,
+        seed if seed is not None and show_seed else None,
+        commitment_ok,
+        None if seed is None else (log.version if rules.stopped_at is None else rules.stopped_at),
+        tuple(mismatches),
+    )
 
 
 def adjudicate(
@@ -306,7 +237,8 @@ def adjudicate(
         judged = _described(replay, kind, names, last_line(record) + 1, by, target)
         at, where = judged.line, f"made right after position {position}"
     found = _adjudication(logged, replay.rule_on(judged), at, position)
-    return Adjudication(position, recorded is not None, found, _mismatch(found, names, by, target, where))
+    mismatch = _mismatch(found, names, by, target, where)
+    return Adjudication(log.game_id, position, recorded is not None, found, mismatch)
 
 
 def _described(
@@ -352,19 +284,19 @@ def _recorded_action(logged: LoggedRecord, line: int, kind: DisputeKind) -> Acti
 
 
 def _mismatch(
-    ruling: dict[str, Any], names: tuple[str, ...], by: int | None, target: int | None, where: str
+    ruling: Ruling, names: tuple[str, ...], by: int | None, target: int | None, where: str
 ) -> str | None:
     """Where the named ``by`` and ``target`` differ from the ruling's, in words (``None``: nowhere)."""
     named = [
         f"{role} {names[seat]}"
-        for role, seat, judged in (("by", by, ruling["by"]), ("target", target, ruling["against"]))
+        for role, seat, judged in (("by", by, ruling.by), ("target", target, ruling.against))
         if seat is not None and names[seat] != judged
     ]
     if not named:
         return None
     return (
-        f"{' and '.join(named)} named, but the {ruling['kind']} {where} is by {ruling['by']} "
-        f"against {ruling['against'] or 'nobody'}"
+        f"{' and '.join(named)} named, but the {ruling.kind.value} {where} is by {ruling.by} "
+        f"against {ruling.against or 'nobody'}"
     )
 
 
@@ -381,8 +313,8 @@ def _replay_to(logged: LoggedRecord, line: int) -> Replay:
     return replay
 
 
-def _adjudication(logged: LoggedRecord, ruling: Ruling | None, line: int, position: int) -> dict[str, Any]:
-    """``ruling`` (judged at record line ``line``) as the report gives it, ``line`` standing at
+def _adjudication(logged: LoggedRecord, ruling: Ruling | None, line: int, position: int) -> Ruling:
+    """``ruling`` (judged at record line ``line``) in positions of the log, ``line`` standing at
     ``position``."""
     if ruling is None:
         raise AdjudicationError(
@@ -392,4 +324,4 @@ def _adjudication(logged: LoggedRecord, ruling: Ruling | None, line: int, positi
     def place(n: int) -> int:
         return position if n == line else logged.position(n)
 
-    return ruling.to_json(place, "position")
+    return ruling.placed(place)

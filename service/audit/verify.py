@@ -13,7 +13,7 @@ the revealed seed's shuffle, launcher counts against the presses, and listed ``c
 against what was taken — from the deck when the round has one (a table may still list them), and in a
 round without one, listed cards that nothing took.
 
-The report's JSON shape is the one ``RECORD.md`` documents (see :meth:`Report.to_json`).
+The report is typed (:mod:`service.audit.report`); its JSON is the shape ``RECORD.md`` documents.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from service.rules import fair
 from service.rules.cards import Card, Face, tokens
@@ -55,82 +55,34 @@ from service.rules.events import (
     UnoCaught,
     Wd4Challenged,
 )
-from service.rules.options import make_options
+from service.rules.options import Variant, make_options
 from service.rules.state import HAND_SIZE, State, new_state
 from service.rules.uno import catch_reason
 from service.rules.violations import Impossible, Rule, Violation
 
+from .entries import DisputeKind
 from .export import cards_taken, fired_outcomes, flipped_cards, new_piles
 from .record import Action, ActionKind, GameRecord, RoundLine
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A rule broken at a line of the record."""
-
-    line: int
-    rule: str
-    message: str
-
-
-#: Where a report points: a record line number, or (for a stored game) what the line stands for.
-Place = Callable[[int], int]
-
-#: The evidence keys whose values are record line numbers (the window's opening and closing, the call,
-#: the Wild Draw Four play); a report for a stored game gives them as event positions instead.
-LINE_EVIDENCE = ("window_opened", "window_closed", "called", "played_at")
-
-
-def _same_line(line: int) -> int:
-    return line
-
-
-@dataclass(frozen=True, slots=True)
-class Ruling:
-    """The verdict on one UNO catch or Wild Draw Four challenge.
-
-    ``evidence`` always holds the hand at that moment (``hand``: the caught player's, or the Wild Draw
-    Four offender's as it was when played), the active colour and the top card, and the lines of the
-    events that decide the verdict (:data:`LINE_EVIDENCE`); a challenge's also lists the ``matching``
-    cards that made the Wild Draw Four illegal.
-    """
-
-    line: int
-    kind: str  # "uno-catch" | "wd4-challenge"
-    by: str
-    against: str
-    verdict: str  # "penalty" | "no-penalty" | "upheld" | "failed"
-    rule: str
-    evidence: dict[str, Any]
-    reason: str | None
-    applied_ok: bool | None
-
-    def to_json(self, place: Place = _same_line, key: str = "line") -> dict[str, Any]:
-        """The ruling as the report gives it; ``place`` and ``key`` say how lines are referred to."""
-        evidence = {
-            name: (place(value) if name in LINE_EVIDENCE and value is not None else value)
-            for name, value in self.evidence.items()
-        }
-        out: dict[str, Any] = {
-            key: place(self.line),
-            "kind": self.kind,
-            "by": self.by,
-            "against": self.against,
-            "verdict": self.verdict,
-            "rule": self.rule,
-            "evidence": evidence,
-        }
-        if self.reason is not None:
-            out["reason"] = self.reason
-        out["applied_ok"] = self.applied_ok
-        return out
+from .report import (
+    CatchEvidence,
+    ChallengeEvidence,
+    FinalTable,
+    Finding,
+    Outcome,
+    RefusedChallengeEvidence,
+    RoundScore,
+    RulesReport,
+    Ruling,
+    Verdict,
+)
 
 
 @dataclass(slots=True)
 class Report:
-    """What the verifier found; :meth:`to_json` gives the documented report object."""
+    """What the replay found, as it goes: findings and rulings by record line, the state it reached and
+    the events it applied. :meth:`rules` gives the report (:class:`~service.audit.report.RulesReport`)."""
 
-    variant: str
+    variant: Variant
     players: tuple[str, ...]
     violations: list[Finding] = field(default_factory=list)
     rulings: list[Ruling] = field(default_factory=list)
@@ -140,44 +92,28 @@ class Report:
     #: nothing (a catch that earned no penalty, a refused challenge) have none.
     events: dict[int, list[Event]] = field(default_factory=dict)
 
-    @property
-    def valid(self) -> bool:
-        return not self.violations
-
-    def to_json(self, place: Place = _same_line, key: str = "line") -> dict[str, Any]:
-        """The documented report object. A stored game's report passes ``place`` (line → event position)
-        and ``key="position"``, so that every reference points into the game's log."""
+    def rules(self) -> RulesReport:
+        """The report: the findings and rulings, and the outcome and final table of the state reached."""
         state = self.state
-        rounds: list[dict[str, Any]] = []
-        scores: dict[str, int] = dict.fromkeys(self.players, 0)
-        winner = None
-        final: dict[str, Any] = {"hands": {}, "top": None, "colour": None, "turn": None}
-        if state is not None:
-            rounds = [
-                {"round": r.round, "winner": state.players[r.winner], "points": r.points}
-                for r in state.results
-            ]
-            scores = dict(zip(state.players, state.scores, strict=True))
-            winner = state.players[state.winner] if state.winner is not None else None
-            final = {
-                "hands": {name: tokens(hand) for name, hand in zip(state.players, state.hands, strict=True)},
-                "top": state.discard[-1].token if state.discard else None,
-                "colour": state.colour.value if state.colour else None,
-                "turn": state.players[state.turn] if state.in_round() else None,
-            }
-        return {
-            "valid": self.valid,
-            "variant": self.variant,
-            "violations": [
-                {key: place(v.line), "rule": v.rule, "message": v.message} for v in self.violations
-            ],
-            "rulings": [r.to_json(place, key) for r in self.rulings],
-            "rounds": rounds,
-            "scores": scores,
-            "winner": winner,
-            "final": final,
-            "stopped_at": None if self.stopped_at is None else place(self.stopped_at),
-        }
+        if state is None:  # the game could not even be created
+            outcome = Outcome((), dict.fromkeys(self.players, 0), None)
+            final = FinalTable({}, None, None, None)
+        else:
+            players = state.players
+            outcome = Outcome(
+                tuple(RoundScore(r.round, players[r.winner], r.points) for r in state.results),
+                dict(zip(players, state.scores, strict=True)),
+                None if state.winner is None else players[state.winner],
+            )
+            final = FinalTable(
+                dict(zip(players, state.hands, strict=True)),
+                state.discard[-1] if state.discard else None,
+                state.colour,
+                players[state.turn] if state.in_round() else None,
+            )
+        return RulesReport(
+            self.variant, tuple(self.violations), tuple(self.rulings), outcome, final, self.stopped_at
+        )
 
 
 class _Stop(Exception):
@@ -198,7 +134,7 @@ class Replay:
         self.where = where
         self.players = header.players
         self.seat = {name: i for i, name in enumerate(header.players)}
-        self.report = Report(header.variant.value, header.players)
+        self.report = Report(header.variant, header.players)
         self.state: State | None = None
         # UNO windows, for the reasons given with catch rulings: seat -> line the window opened at,
         # and the line it closed or the player called at.
@@ -241,7 +177,7 @@ class Replay:
         return self.report
 
     def violation(self, line: int, rule: Rule, message: str) -> None:
-        self.report.violations.append(Finding(line, rule.value, message))
+        self.report.violations.append(Finding(line, rule, message))
 
     def rule_on(self, action: Action) -> Ruling | None:
         """Judge ``action`` (a catch or a challenge) at the point the replay reached, and apply it as its
@@ -273,8 +209,8 @@ class Replay:
         """
         text = f"the record cannot be followed: {message}"
         found = self.report.violations
-        if found and (found[-1].line, found[-1].rule) == (line, rule.value):
-            found[-1] = Finding(line, rule.value, text)
+        if found and (found[-1].at, found[-1].rule) == (line, rule):
+            found[-1] = Finding(line, rule, text)
         else:
             self.violation(line, rule, text)
         self.report.stopped_at = line
@@ -411,26 +347,25 @@ class Replay:
         reason = catch_reason(state, command)
         if reason is not None and seat != target and len(state.hands[target]) == 1:
             reason = self.catch_detail(target)
-        verdict = "penalty" if reason is None else "no-penalty"
         applied_ok = (
             None if action.applied is None else action.applied == ("penalty" if reason is None else "none")
         )
-        evidence: dict[str, Any] = {
-            "hand": tokens(state.hands[target]),
-            "active_colour": state.colour.value if state.colour else None,
-            "top": state.discard[-1].token if state.discard else None,
-            "window_opened": self.window_opened.get(target),
-            "window_closed": self.window_closed.get(target),
-            "called": self.called_at.get(target),
-        }
+        evidence = CatchEvidence(
+            state.hands[target],
+            state.colour,
+            state.discard[-1] if state.discard else None,
+            self.window_opened.get(target),
+            self.window_closed.get(target),
+            self.called_at.get(target),
+        )
         self.report.rulings.append(
             Ruling(
                 line,
-                "uno-catch",
+                DisputeKind.UNO_CATCH,
                 self.players[seat],
                 action.target,
-                verdict,
-                Rule.UNO_CATCH.value if reason is None else Rule.UNO_CATCH_INVALID.value,
+                Verdict.PENALTY if reason is None else Verdict.NO_PENALTY,
+                Rule.UNO_CATCH if reason is None else Rule.UNO_CATCH_INVALID,
                 evidence,
                 reason,
                 applied_ok,
@@ -476,12 +411,12 @@ class Replay:
             self.report.rulings.append(
                 Ruling(
                     line,
-                    "wd4-challenge",
+                    DisputeKind.WD4_CHALLENGE,
                     self.players[seat],
                     self.players[offender] if offender is not None else "",
-                    "failed",
-                    Rule.WD4_CHALLENGE.value,
-                    {"played_at": self.wd4_line},
+                    Verdict.FAILED,
+                    Rule.WD4_CHALLENGE,
+                    RefusedChallengeEvidence(self.wd4_line),
                     message,
                     None if action.applied is None else action.applied == "failed",
                 )
@@ -503,18 +438,18 @@ class Replay:
         self.report.rulings.append(
             Ruling(
                 line,
-                "wd4-challenge",
+                DisputeKind.WD4_CHALLENGE,
                 self.players[seat],
                 self.players[judged.offender],
-                "upheld" if verdict_upheld else "failed",
-                (Rule.WD4_CHALLENGE_UPHELD if verdict_upheld else Rule.WD4_CHALLENGE_FAILED).value,
-                {
-                    "hand": tokens(judged.hand),
-                    "active_colour": judged.colour.value if judged.colour else None,
-                    "top": state.wd4.top.token if state.wd4 else None,
-                    "matching": tokens(judged.matching),
-                    "played_at": self.wd4_line,
-                },
+                Verdict.UPHELD if verdict_upheld else Verdict.FAILED,
+                Rule.WD4_CHALLENGE_UPHELD if verdict_upheld else Rule.WD4_CHALLENGE_FAILED,
+                ChallengeEvidence(
+                    judged.hand,
+                    judged.colour,
+                    state.wd4.top if state.wd4 else None,
+                    judged.matching,
+                    self.wd4_line,
+                ),
                 None,
                 applied_ok,
             )
@@ -618,6 +553,6 @@ def _cards(cards: tuple[Card, ...]) -> str:
     return " ".join(tokens(cards)) if cards else "nothing"
 
 
-def verify_record(record: GameRecord) -> Report:
+def verify_record(record: GameRecord) -> RulesReport:
     """Replay and adjudicate ``record``; see the module docstring."""
-    return Replay(record).run()
+    return Replay(record).run().rules()

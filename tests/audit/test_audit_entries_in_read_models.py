@@ -12,6 +12,7 @@ from projections.migrate import apply_migrations
 from projections.rebuild import rebuild
 from service.audit.auditor import Auditor
 from service.audit.entries import DisputeKind
+from service.audit.game_report import ProjectionCheck
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.projections.projection_support import dump
@@ -22,7 +23,7 @@ RECORD = Path(__file__).parent.parent / "data" / "records" / "classic_uno_catch.
 
 
 async def test_the_read_models_step_over_the_audit_trail(store: EventStore, database_url: str) -> None:
-    auditor = Auditor(store)
+    auditor = Auditor(store, check_game)
     live = await store_simulated(store, Variant.ATTACK, seed=4)
     dispute = await auditor.file_dispute(
         live,
@@ -56,5 +57,5 @@ async def test_the_read_models_step_over_the_audit_trail(store: EventStore, data
     assert await dump(database_url) == followed  # a rebuild from zero agrees with the live projector
 
     report = await auditor.verify(live)
-    assert report["valid"] and report["projections"] == {"problems": []}
-    assert [d["status"] for d in report["disputes"]] == ["ruled"]
+    assert report.valid and report.projections == ProjectionCheck(())
+    assert [d.ruling is not None for d in report.disputes] == [True]

@@ -70,10 +70,11 @@ async def test_a_drawn_card_the_seed_did_not_deal_is_reported_at_its_position(st
 
     report = await Auditor(store).verify(game_id, check_projections=False)
 
-    assert report["chain"]["valid"] and not report["valid"]
-    assert report["seed"]["commitment_ok"] is True
-    assert report["seed"]["mismatches"][0]["position"] == original.version
-    assert report["replay"]["diverged_at"]["position"] == original.version
+    assert report.chain.valid and not report.valid
+    assert report.seed is not None and report.seed.commitment_ok is True
+    assert report.seed.mismatches[0].position == original.version
+    assert report.replay is not None and report.replay.diverged_at is not None
+    assert report.replay.diverged_at.position == original.version
 
 
 async def test_a_launcher_press_the_seed_did_not_make_is_reported(store: EventStore) -> None:
@@ -96,12 +97,10 @@ async def test_a_launcher_press_the_seed_did_not_make_is_reported(store: EventSt
 
     report = await Auditor(store).verify(game_id, check_projections=False)
 
-    assert report["chain"]["valid"] and not report["valid"]
-    mismatch_positions = [m["position"] for m in report["seed"]["mismatches"]]
-    assert forged_press.version in mismatch_positions
-    assert any(
-        v["rule"] == "fair.commit" and v["position"] == forged_press.version for v in report["violations"]
-    )
+    assert report.chain.valid and not report.valid
+    assert report.seed is not None and report.rules is not None
+    assert forged_press.version in [m.position for m in report.seed.mismatches]
+    assert any(v.rule is Rule.FAIR_COMMIT and v.at == forged_press.version for v in report.rules.violations)
 
 
 async def test_a_deck_the_dealer_arranged_is_not_the_seeds_and_says_so(

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from service.api.handler import stored_form
 from service.audit.entries import DisputeKind
+from service.audit.game_report import GameStatus
 from service.audit.log import GameLog
+from service.audit.report import Verdict
 from service.audit.stored_game import adjudicate, verify_game
 from service.play.simulate import SimulatedGame, play_game
 from service.rules.options import Variant
@@ -60,10 +62,12 @@ def test_a_stored_game_reads_back_and_verifies_valid(variant: Variant, players: 
 
     report = verify_game(log, ledger_last_version=rows[-1].version)
 
-    assert report["valid"], (report["violations"], report["replay"], report["seed"])
-    assert report["status"] == "over" and report["seed"]["checked_to"] == rows[-1].version
-    assert report["scores"] == dict(zip(game.state.players, game.state.scores, strict=True))
+    assert report.valid, report.to_json()
+    assert report.status is GameStatus.OVER
+    assert report.seed is not None and report.seed.checked_to == rows[-1].version
+    assert report.rules is not None
+    assert report.rules.outcome.scores == dict(zip(game.state.players, game.state.scores, strict=True))
     for row in rows:
         if row.type == "UnoCaught":
             found = adjudicate(log, DisputeKind.UNO_CATCH, row.version)
-            assert found.recorded and found.ruling["verdict"] == "penalty", found
+            assert found.recorded and found.ruling.verdict is Verdict.PENALTY, found

@@ -47,17 +47,20 @@ async def test_a_game_scored_by_an_older_engine_is_listed_with_where_it_differs(
     report = await auditor.verify(stored_id, check_projections=False)
     rows = await store.read_stream(stored_id)
     first_round_end = next(r.version for r in rows if r.type == "RoundEnded")
-    assert report["chain"]["valid"], "the older engine wrote an intact chain"
-    assert report["replay"]["diverged_at"]["position"] == first_round_end
-    assert report["replay"]["diverged_at"]["stored"]["payload"]["points"] == (
-        report["replay"]["diverged_at"]["replayed"]["payload"]["points"] + 10
-    )
-    assert report["replay"]["outcome_differs"] and not report["valid"]
+    assert report.chain.valid, "the older engine wrote an intact chain"
+    replay = report.replay
+    assert replay is not None and replay.diverged_at is not None
+    diverged = replay.diverged_at
+    assert diverged.position == first_round_end
+    assert diverged.stored is not None and diverged.replayed is not None
+    assert diverged.stored.payload["points"] == diverged.replayed.payload["points"] + 10
+    assert replay.outcome_differs and not report.valid
     true_scores = dict(zip(game.state.players, game.state.scores, strict=True))
-    assert report["replay"]["replayed"]["scores"] == true_scores
-    assert sum(report["replay"]["stored"]["scores"].values()) == sum(true_scores.values()) + 10
+    assert replay.replayed.scores == true_scores
+    assert replay.stored is not None
+    assert sum(replay.stored.scores.values()) == sum(true_scores.values()) + 10
 
-    listed = {r["game_id"]: r async for r in auditor.verify_all(check_projections=False)}
+    listed = {r.game_id: r.summary() async for r in auditor.verify_all(check_projections=False)}
     assert set(listed) == {stored_id, fine_id}
-    assert listed[stored_id]["replay"]["outcome_differs"] is True
-    assert listed[fine_id]["replay"]["outcome_differs"] is False and listed[fine_id]["valid"]
+    assert listed[stored_id].outcome_differs is True
+    assert listed[fine_id].outcome_differs is False and listed[fine_id].valid

@@ -14,6 +14,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
 from service.audit.auditor import Auditor
 from service.audit.entries import DisputeKind
+from service.audit.game_report import GameStatus
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.api.support import ADMIN
@@ -38,8 +39,8 @@ async def game(store: EventStore) -> AsyncIterator[str]:
 
 async def findings(store: EventStore, game_id: str) -> list[tuple[int, str]]:
     report = await Auditor(store).verify(game_id, check_projections=False)
-    assert not report["valid"]
-    return [(f["position"], f["kind"]) for f in report["chain"]["findings"]]
+    assert not report.valid
+    return [(f.position, f.kind) for f in report.chain.findings]
 
 
 async def first_of_type(store: EventStore, game_id: str, kind: str, after: int = 1) -> int:
@@ -49,9 +50,9 @@ async def first_of_type(store: EventStore, game_id: str, kind: str, after: int =
 
 async def test_an_untouched_game_has_an_intact_chain(store: EventStore, game: str) -> None:
     report = await Auditor(store).verify(game, check_projections=False)
-    assert report["valid"] and report["chain"] == {
+    assert report.valid and report.chain.to_json() == {
         "valid": True,
-        "events": report["version"],
+        "events": report.version,
         "head": (await store.read_stream(game))[-1].hash.hex(),
         "findings": [],
     }
@@ -174,10 +175,10 @@ async def test_an_event_edited_to_name_a_seat_the_game_lacks_is_reported_not_fol
         ),
     )
     report = await Auditor(store).verify(game, check_projections=False)
-    assert not report["valid"] and report["status"] == "over"  # as the log says, damaged or not
-    assert report["unreadable"]["position"] == played
-    assert [(f["position"], f["kind"]) for f in report["chain"]["findings"]] == [(played, "changed")]
-    assert [r["game_id"] async for r in Auditor(store).verify_all(check_projections=False)] == [game]
+    assert not report.valid and report.status is GameStatus.OVER  # as the log says, damaged or not
+    assert report.unreadable is not None and report.unreadable.position == played
+    assert [(f.position, f.kind) for f in report.chain.findings] == [(played, "changed")]
+    assert [r.game_id async for r in Auditor(store).verify_all(check_projections=False)] == [game]
 
 
 async def test_a_dispute_entry_edited_out_of_shape_is_reported(
@@ -204,9 +205,9 @@ async def test_a_dispute_entry_edited_out_of_shape_is_reported(
         ),
     )
     report = await auditor.verify(game, check_projections=False)
-    assert not report["valid"] and report["disputes"] == []
-    assert [e["position"] for e in report["unreadable_entries"]] == [filed_at]
-    assert [(f["position"], f["kind"]) for f in report["chain"]["findings"]] == [(filed_at, "changed")]
+    assert not report.valid and report.disputes == ()
+    assert [e.position for e in report.unreadable_entries] == [filed_at]
+    assert [(f.position, f.kind) for f in report.chain.findings] == [(filed_at, "changed")]
 
 
 async def test_the_audit_service_reports_a_log_that_no_longer_reads_back(
