@@ -89,10 +89,11 @@ def resolve(state: State, command: Command, *, upheld: bool | None = None) -> tu
     ``upheld`` forces the outcome of a Wild Draw Four challenge (a table that ruled otherwise).
     """
     act = Act(state, getattr(command, "supply", NO_SUPPLY))
-    if isinstance(command, Challenge):
-        wild_draw_four.resolve_challenge(act, command, upheld)
+    kind = type(command)  # dispatched on the exact type, as in check(): this runs for every command
+    if kind is Challenge:
+        wild_draw_four.resolve_challenge(act, command, upheld)  # type: ignore[arg-type]
     else:
-        _RESOLVERS[type(command)](act, command)
+        _RESOLVERS[kind](act, command)
     return tuple(act.events), act.state
 
 

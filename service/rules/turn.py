@@ -105,7 +105,8 @@ def resolve_play(act: Act, command: Play) -> None:
         raise Impossible(Rule.PLAY_IN_HAND, f"{act.name(player)} does not hold {card}")
     if command.target is None and card.number is None and _needs_target(card, s):
         raise Impossible(_TARGET_RULE[card.face], f"{card} names no player")
-    follow_up = attack.follow_up_origin(s, player)
+    # A play at an UNO Attack follow-up chance counts from where the S or R pointed (most plays are not).
+    follow_up = attack.follow_up_origin(s, player) if s.awaiting is Awaiting.FOLLOW_UP else None
     if follow_up is not None:
         act.barred = player  # a follow-up never hands the turn back to its own player
     colour = command.colour if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
