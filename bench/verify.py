@@ -4,7 +4,7 @@
         [--database-url URL] [--gc] [--json]
 
 1. Bots play ``--games-per-variant`` complete games of each of the four rule sets with ``--players``
-   players (:func:`service.rules.simulate.play_game`). That corpus is what every measurement reads, and
+   players (:func:`service.play.simulate.play_game`). That corpus is what every measurement reads, and
    its *events* (``len(game.events)`` summed over the games) are what every rate counts, whatever the
    path reads them as (record lines, stored rows, decoded events).
 2. Each game's ``uno-game-record/1`` text (:func:`service.audit.export.record_from_game`,

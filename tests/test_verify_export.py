@@ -1,6 +1,6 @@
 """Export → verify → valid: simulated games written as records replay to the same result.
 
-For every rule set at 2 and 5 players, bots play a few complete games (``service.rules.simulate``); each
+For every rule set at 2 and 5 players, bots play a few complete games (``service.play.simulate``); each
 is exported (``record_from_game``), written and read back, and verified: valid, with the simulated
 game's rounds, scores, winner and final table. Then the same records are tampered with (a deck's card,
 a launcher count, a listed card) and the verifier must find the change at its line (``fair.commit``).

@@ -3,7 +3,7 @@
 A round dealt from a deck, without a seed, can only be followed past an empty pile if the record says
 how the table reshuffled: on the line of the action that ran the pile out (``"reshuffle": [...]``), or on
 a line of its own just before, once the pile is empty. Earlier is a ``draw.reshuffle`` violation. These
-tests take real bot games (``service.rules.simulate``), export them in deck mode and change the
+tests take real bot games (``service.play.simulate``), export them in deck mode and change the
 reshuffles they carry; ``tests/test_record_modes.py`` sweeps the valid records.
 """
 

@@ -20,6 +20,7 @@ from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.rules.cards import Card, Colour, Face
 from service.rules.legality import cards_left, names_target, playable_cards
 from service.rules.options import CustomAction, Variant, make_options
+from service.rules.rule_sets import RULE_SETS
 
 from .views import VARIANTS
 
@@ -147,10 +148,9 @@ class BotTable:
             pick = rng.randrange(len(options) + 1)
             if pick < len(options):
                 reply = await self.play_card(options[pick], seat, hand, view, variant)
-            elif variant is Variant.ATTACK:
-                reply = await self.send("Press", seat, pb.PressRequest(header=self.header()))
-            else:
-                reply = await self.send("Draw", seat, pb.DrawRequest(header=self.header()))
+            else:  # take cards the rule set's way: draw, or press UNO Attack's launcher
+                take = RULE_SETS[variant].taking.action.__name__
+                reply = await self.send(take, seat, getattr(pb, f"{take}Request")(header=self.header()))
         elif awaiting == "drawn":
             if view.drawn and rng.random() < 0.8:
                 reply = await self.play_card(Card.parse(view.drawn), seat, hand, view, variant)
