@@ -325,10 +325,6 @@ class Unverified:
     game_id: str
     error: str
 
-    @property
-    def valid(self) -> bool:
-        return False
-
     def summary(self) -> GameSummary:
         return GameSummary(self.game_id, None, None, False, None, None, None, self.error)
 
