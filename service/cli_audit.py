@@ -54,7 +54,8 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
     from psycopg_pool import PoolTimeout
 
     from projections.check import check_game
-    from service.audit.auditor import Auditor, Refused
+    from service.audit.auditor import Auditor
+    from service.errors import ServiceError, exit_code
     from service.store import EventStore, StoreError
 
     url: str | None = args.database_url
@@ -90,9 +91,9 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
     except _Stop as stop:
         print(f"uno-audit {args.command}: {stop}", file=sys.stderr)
         return stop.status
-    except Refused as refused:
+    except ServiceError as refused:
         print(f"uno-audit {args.command}: {refused}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code(refused)
     except (psycopg.Error, PoolTimeout, StoreError) as error:
         print(f"uno-audit {args.command}: database: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
@@ -119,8 +120,8 @@ def verify_stored(args: argparse.Namespace) -> int:
 
 
 async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
-    from service.audit.auditor import Refused
     from service.audit.game_report import Unverified
+    from service.errors import Precondition
 
     try:
         report = await auditor.verify(
@@ -129,9 +130,7 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
             reveal_seed=args.reveal_seed,
             command_id=_new_id() if args.reveal_seed else None,
         )
-    except Refused as refused:
-        if refused.kind != "precondition":
-            raise
+    except Precondition as refused:
         # The game is stored but its log cannot be read as a game: it does not verify.
         if args.json:
             _print_json(Unverified(args.game, str(refused)).to_json())
@@ -217,7 +216,7 @@ def _write_exactly(text: str) -> None:
 
 def import_record(args: argparse.Namespace) -> int:
     from service.api.auth import new_token, token_hash
-    from service.audit.auditor import Refused
+    from service.errors import InvalidInput
 
     name = "standard input" if str(args.file) == "-" else str(args.file)
     try:
@@ -246,9 +245,9 @@ def import_record(args: argparse.Namespace) -> int:
                 command_id=_new_id(),
                 request_hash=hashlib.sha256(b"ImportRecord\0" + text.encode("utf-8")).digest(),
             )
-        except Refused as refused:
+        except InvalidInput as refused:
             if refused.field == "record":
-                raise _Stop(f"{name}: {refused.message}") from None
+                raise _Stop(f"{name}: {refused.detail}") from None
             raise
         report = imported.report
         seats = [

@@ -13,17 +13,22 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-import grpc
 import structlog
 from google.protobuf import struct_pb2
 
 from service.api.gen.uno.audit.v1 import audit_pb2 as pb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
-from service.audit.auditor import Auditor, Refused
+from service.audit.auditor import Auditor
 from service.audit.entries import DisputeKind, DisputeRuled
 from service.audit.log import Dispute
+from service.errors import (
+    AlreadyExists,
+    InvalidInput,
+    PermissionDenied,
+    ServiceError,
+    Unauthenticated,
+)
 
-from . import errors
 from .auth import new_token, token_hash
 from .callers import Callers, Context
 from .servicer import fail, request_hash_of, valid_id
@@ -32,12 +37,6 @@ log = structlog.get_logger("uno_audit.audit")
 
 KINDS = {pb.UNO_CATCH: DisputeKind.UNO_CATCH, pb.WD4_CHALLENGE: DisputeKind.WD4_CHALLENGE}
 KIND_VALUES = {kind.value: value for value, kind in KINDS.items()}
-_REFUSALS = {
-    "invalid": grpc.StatusCode.INVALID_ARGUMENT,
-    "not-found": grpc.StatusCode.NOT_FOUND,
-    "precondition": grpc.StatusCode.FAILED_PRECONDITION,
-    "conflict": grpc.StatusCode.ABORTED,
-}
 
 
 def _struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
@@ -46,23 +45,16 @@ def _struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
     return out
 
 
-def _refusal(refused: Refused) -> errors.ApiError:
-    if refused.kind == "invalid" and refused.field is not None:
-        return errors.invalid(refused.field, refused.message)
-    code = _REFUSALS[refused.kind]
-    return errors.ApiError(code, refused.message, code.name)
-
-
 def _kind(value: int) -> DisputeKind:
     kind: DisputeKind | None = KINDS.get(value)  # type: ignore[call-overload]
     if kind is None:
-        raise errors.invalid("kind", "choose UNO_CATCH or WD4_CHALLENGE")
+        raise InvalidInput("kind", "choose UNO_CATCH or WD4_CHALLENGE")
     return kind
 
 
 def _position(value: int) -> int:
     if value < 1:
-        raise errors.invalid("position", "positions start at 1")
+        raise InvalidInput("position", "positions start at 1")
     return value
 
 
@@ -114,15 +106,13 @@ Request = TypeVar("Request")
 def _answering(
     rpc: Callable[[AuditService, Request, Context], Awaitable[Reply]],
 ) -> Callable[[AuditService, Request, Context], Awaitable[Reply]]:
-    """End the RPC with the right status when it raises an auditor refusal or an API error."""
+    """End the RPC with the right status when it raises a refusal (:mod:`service.errors`)."""
 
     @functools.wraps(rpc)
     async def answer(service: AuditService, request: Request, context: Context) -> Reply:
         try:
             return await rpc(service, request, context)
-        except Refused as refused:
-            await fail(context, _refusal(refused))
-        except errors.ApiError as error:
+        except ServiceError as error:
             await fail(context, error)
 
     return answer
@@ -196,12 +186,12 @@ class AuditService(pb_grpc.AuditServiceServicer):
         caller = await self.callers.caller(context, game_id)
         if caller.admin:
             if not request.HasField("as_seat"):
-                raise errors.invalid("as_seat", "the admin must name the seat it files for")
+                raise InvalidInput("as_seat", "the admin must name the seat it files for")
             seat = request.as_seat
         elif caller.seat is None:
-            raise errors.unauthenticated("filing a dispute needs a seat token of this game")
+            raise Unauthenticated("filing a dispute needs a seat token of this game")
         elif request.HasField("as_seat") and request.as_seat != caller.seat:
-            raise errors.denied(f"a seat token files only for its own seat ({caller.seat})")
+            raise PermissionDenied(f"a seat token files only for its own seat ({caller.seat})")
         else:
             seat = caller.seat
         dispute = await self.auditor.file_dispute(
@@ -243,7 +233,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
         else:
             caller = await self.callers.caller(context, game_id)
             if caller.spectator:
-                raise errors.unauthenticated("listing disputes needs a seat token of this game or the admin")
+                raise Unauthenticated("listing disputes needs a seat token of this game or the admin")
         found = await self.auditor.list_disputes(game_id, request.status or None)
         return pb.ListDisputesReply(disputes=[_dispute(game, dispute) for game, dispute in found])
 
@@ -265,7 +255,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
 
         command_id = valid_id(request.command_id, "command_id")
         if len(request.tournament_id) > 128:
-            raise errors.invalid("tournament_id", "at most 128 characters")
+            raise InvalidInput("tournament_id", "at most 128 characters")
         self.callers.admin(context)
         imported = await self.auditor.import_record(
             request.record,
@@ -275,10 +265,9 @@ class AuditService(pb_grpc.AuditServiceServicer):
             request_hash=request_hash_of("ImportRecord", request),
         )
         if imported.duplicate:
-            raise errors.ApiError(
-                grpc.StatusCode.ALREADY_EXISTS,
+            raise AlreadyExists(
                 "this command id already imported the record; its seat tokens were shown once, not again",
-                "GAME_EXISTS",
+                reason="GAME_EXISTS",
                 game_id=imported.game_id,
             )
         log.info("import", game=imported.game_id, valid=imported.report.valid, version=imported.version)

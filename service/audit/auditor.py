@@ -6,7 +6,8 @@ verifier (:mod:`service.audit.stored_game`), and appends the audit trail's entri
 seed reveals, imported records) to the game's stream like any other event: hash-chained, in one
 transaction each, idempotent by command id, never changing what is there.
 
-Refusals are :class:`Refused` with a kind the caller maps to its own error (a gRPC status, an exit code).
+Refusals are :mod:`service.errors` exceptions, which each caller maps once to its own error (a gRPC
+status, an exit status).
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from dataclasses import dataclass
 import structlog
 from psycopg import errors as pg_errors
 
-from service.catalogue import decode_entry, encode
+from service.catalogue import decode_entry, encode, type_name
+from service.errors import InvalidInput, NotFound, Precondition, ServiceError
 from service.rules.options import OptionError, make_options
-from service.store import CommandReused, EventStore, NewEvent, VersionConflict
+from service.runner import Appended, Decision, ExistingStream, Head, Unchanged, create_stream, run
+from service.store import AppendResult, EventStore, NewEvent
 
 from .entries import (
     DisputeFiled,
     DisputeKind,
+    DisputeRuled,
     Entry,
     RecordImported,
     RecordLine,
@@ -41,7 +45,6 @@ from .verify import verify_record
 
 _log = structlog.get_logger(__name__)
 
-MAX_ATTEMPTS = 8
 MAX_CLAIM = 2000
 MAX_RECORD_BYTES = 4_000_000
 
@@ -49,22 +52,6 @@ MAX_RECORD_BYTES = 4_000_000
 #: with its log). The read models are built on the service, so the auditor does not import them: whoever
 #: wires the service passes theirs in (:func:`projections.check.check_game`).
 ReadModelCheck = Callable[[EventStore, str], Awaitable[list[str]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Refused(Exception):
-    """A request the auditor will not carry out.
-
-    ``kind``: ``"invalid"`` (bad input; ``field`` names it), ``"not-found"``, ``"precondition"`` (the
-    game is not in a state that allows it), ``"conflict"`` (the game kept changing meanwhile).
-    """
-
-    kind: str
-    message: str
-    field: str | None = None
-
-    def __str__(self) -> str:
-        return self.message if self.field is None else f"{self.field}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +76,14 @@ class Auditor:
     # --- reading --------------------------------------------------------------------------------------
 
     async def load(self, game_id: str) -> GameLog:
-        """The game's stream with its secret seed; :class:`Refused` (not-found) for an unknown game."""
+        """The game's stream with its secret seed; :class:`~service.errors.NotFound` for an unknown game."""
         rows = await self.store.read_stream(game_id)
         if not rows:
-            raise Refused("not-found", f"no game {game_id!r}")
+            raise NotFound(f"no game {game_id!r}")
         try:
             return GameLog(game_id, rows, await self.store.seed(game_id))
         except LogError as bad:
-            raise Refused("precondition", f"game {game_id!r} cannot be read: {bad}") from None
+            raise Precondition(f"game {game_id!r} cannot be read: {bad}") from None
 
     async def verify(
         self,
@@ -127,7 +114,7 @@ class Auditor:
                 )
             )
         except (LogError, RecordError) as bad:
-            raise Refused("precondition", f"game {game_id!r} cannot be read as a record: {bad}") from None
+            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
 
     async def _projection_problems(self, log: GameLog) -> list[str] | None:
         if self.read_models is None or log.imported is not None:
@@ -147,7 +134,7 @@ class Auditor:
             for game in games:
                 try:
                     yield await self.verify(game.game_id, check_projections=check_projections)
-                except Refused as refused:
+                except ServiceError as refused:
                     yield Unverified(game.game_id, str(refused))
                 except Exception as error:  # one game the verifier chokes on must not hide the others
                     _log.exception("audit.verify_failed", game=game.game_id)
@@ -182,10 +169,11 @@ class Auditor:
                 functools.partial(adjudicate, log, kind, position, by=by, target=target)
             )
         except AdjudicationError as bad:
-            refusal = "invalid" if bad.invalid else "precondition"
-            raise Refused(refusal, str(bad), bad.field if bad.invalid else None) from None
+            if bad.invalid:
+                raise InvalidInput(bad.field, str(bad)) from None
+            raise Precondition(str(bad)) from None
         except (LogError, RecordError) as bad:
-            raise Refused("precondition", f"game {game_id!r} cannot be read as a record: {bad}") from None
+            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
 
     async def export(self, game_id: str, *, reveal_seed: bool = False, command_id: str | None = None) -> str:
         """The game's ``uno-game-record/1`` text.
@@ -197,8 +185,7 @@ class Auditor:
         log = await self.load(game_id)
         if log.imported is None and log.seed_revealed_at() is None:
             if not reveal_seed:
-                raise Refused(
-                    "precondition",
+                raise Precondition(
                     f"game {game_id!r} is still in progress and its seed is secret; "
                     "reveal it (recorded in the log) to export it",
                 )
@@ -206,14 +193,14 @@ class Auditor:
         try:
             return export_text(log, reveal=True)
         except LogError as bad:
-            raise Refused("precondition", f"game {game_id!r} cannot be read as a record: {bad}") from None
+            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
 
     # --- writing the audit trail ------------------------------------------------------------------------
 
     async def reveal_seed(self, game_id: str, command_id: str | None, reason: str = "adjudicator") -> GameLog:
         """Record that the adjudicator sees the seed of a game in progress (once); the game's log after."""
         if command_id is None:
-            raise Refused("invalid", "revealing the seed needs a command id", "command_id")
+            raise InvalidInput("command_id", "revealing the seed needs a command id")
 
         def decide(log: GameLog) -> list[Entry]:
             if log.seed_revealed_at() is not None or log.imported is not None:
@@ -221,7 +208,7 @@ class Auditor:
             committed = log.rows[0].payload.get("seed_sha256") or ""
             return [SeedRevealed(committed, reason)]
 
-        log, _ = await self._append(game_id, command_id, b"reveal:" + game_id.encode(), decide)
+        log, _ = await self._append(game_id, command_id, b"reveal:" + game_id.encode(), SeedRevealed, decide)
         return log
 
     async def file_dispute(
@@ -245,23 +232,21 @@ class Auditor:
         """
         claim = claim.strip()
         if not 1 <= len(claim) <= MAX_CLAIM or "\x00" in claim:
-            raise Refused("invalid", f"say what is disputed in 1 to {MAX_CLAIM} characters", "claim")
+            raise InvalidInput("claim", f"say what is disputed in 1 to {MAX_CLAIM} characters")
         dispute_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"uno-audit:{game_id}:{command_id}"))
 
         def decide(log: GameLog) -> list[Entry]:
             players = len(log.players)
             if not 0 <= seat < players:
-                raise Refused("invalid", f"seats are 0 to {players - 1}, not {seat}", "as_seat")
+                raise InvalidInput("as_seat", f"seats are 0 to {players - 1}, not {seat}")
             for field, named in (("by", by), ("target", target)):
                 if named is not None and not 0 <= named < players:
-                    raise Refused("invalid", f"seats are 0 to {players - 1}, not {named}", field)
+                    raise InvalidInput(field, f"seats are 0 to {players - 1}, not {named}")
             if not 1 <= position <= log.version:
-                raise Refused(
-                    "invalid", f"the game's positions are 1 to {log.version}, not {position}", "position"
-                )
+                raise InvalidInput("position", f"the game's positions are 1 to {log.version}, not {position}")
             return [DisputeFiled(dispute_id, seat, kind.value, position, target, claim, by=by)]
 
-        log, _ = await self._append(game_id, command_id, request_hash, decide)
+        log, _ = await self._append(game_id, command_id, request_hash, DisputeFiled, decide)
         return _find_dispute(log, dispute_id)
 
     async def rule_on_dispute(
@@ -275,24 +260,22 @@ class Auditor:
         dispute's names differ from the recorded one.
         """
         if len(note) > MAX_CLAIM or "\x00" in note:
-            raise Refused("invalid", f"a note has at most {MAX_CLAIM} characters", "note")
+            raise InvalidInput("note", f"a note has at most {MAX_CLAIM} characters")
 
         def decide(log: GameLog) -> list[Entry]:
             dispute = _find_dispute(log, dispute_id)
             if dispute.ruling is not None:
-                raise Refused(
-                    "precondition", f"dispute {dispute_id} was ruled at position {dispute.ruled_at}"
-                )
+                raise Precondition(f"dispute {dispute_id} was ruled at position {dispute.ruled_at}")
             filed = dispute.filed
             try:
                 found = adjudicate(
                     log, DisputeKind(filed.kind), filed.position, by=filed.by, target=filed.target
                 )
             except AdjudicationError as bad:
-                raise Refused("precondition", f"the dispute cannot be adjudicated: {bad}") from None
+                raise Precondition(f"the dispute cannot be adjudicated: {bad}") from None
             return [found.ruled(dispute_id, note)]
 
-        log, _ = await self._append(game_id, command_id, request_hash, decide)
+        log, _ = await self._append(game_id, command_id, request_hash, DisputeRuled, decide)
         return _find_dispute(log, dispute_id)
 
     async def list_disputes(
@@ -300,7 +283,7 @@ class Auditor:
     ) -> list[tuple[str, Dispute]]:
         """``(game id, dispute)`` of every dispute of one game or all, open or ruled as ``status`` says."""
         if status not in (None, "open", "ruled"):
-            raise Refused("invalid", "choose open or ruled (or neither)", "status")
+            raise InvalidInput("status", "choose open or ruled (or neither)")
         by_game: dict[str, list[tuple[int, Entry]]] = {}
         for row in await self.store.dispute_events(game_id):
             by_game.setdefault(row.game_id, []).append((row.version, decode_entry(row.type, row.payload)))
@@ -322,20 +305,20 @@ class Auditor:
     ) -> Imported:
         """Store a table game's record as an imported game; its actions are kept as recorded.
 
-        The record must be well formed (:class:`Refused` invalid, naming the line, if not); rule
+        The record must be well formed (:class:`~service.errors.InvalidInput`, naming the line, if not); rule
         violations are not refused: the verifier's report at import says what they are, and the game
         can be verified, disputed and ruled on like any other. ``seat_token_hashes(n)`` gives the
         hashes of the *n* new seat tokens.
         """
         if len(text.encode("utf-8")) > MAX_RECORD_BYTES:
-            raise Refused("invalid", f"a record has at most {MAX_RECORD_BYTES} bytes", "record")
+            raise InvalidInput("record", f"a record has at most {MAX_RECORD_BYTES} bytes")
         if "\x00" in text:
-            raise Refused("invalid", "a record cannot hold the character U+0000", "record")
+            raise InvalidInput("record", "a record cannot hold the character U+0000")
         try:
             record = read_record(text)
             make_options(record.header.variant, record.header.options)
         except (RecordError, OptionError) as bad:
-            raise Refused("invalid", str(bad), "record") from None
+            raise InvalidInput("record", str(bad)) from None
         report = verify_record(record)
         outcome = report.import_outcome().to_json()
         lines = text.split("\n")
@@ -346,10 +329,10 @@ class Auditor:
             RecordImported(FORMAT, record_sha256(text), len(lines), final_newline, outcome)
         ]
         entries += [RecordLine(number, line) for number, line in enumerate(lines, start=1)]
-        game_id = str(uuid.uuid4())
         header = record.header
-        try:
-            result = await self.store.create_game(
+
+        async def write(game_id: str) -> AppendResult:
+            return await self.store.create_game(
                 game_id,
                 variant=header.variant.value,
                 players=header.players,
@@ -361,53 +344,46 @@ class Auditor:
                 events=[NewEvent(*encode(e)) for e in entries],
                 metadata={"command_id": command_id, "actor": "adjudicator", "command": "ImportRecord"},
             )
-        except CommandReused:
-            # Every import draws a new game id, so its retry reaches the store as a reused command id.
-            seen = await self.store.command(command_id)
-            if seen is None or seen[1] != request_hash:
-                raise Refused("invalid", "already used for another request", "command_id") from None
-            return Imported(seen[0], header.players, seen[3], report, True)
-        return Imported(game_id, header.players, result.last_version, report, False)
+
+        created = await create_stream(
+            self.store, command_id=command_id, request_hash=request_hash, write=write
+        )
+        if isinstance(created, ExistingStream):
+            return Imported(created.game_id, header.players, created.version, report, True)
+        return Imported(created.game_id, header.players, created.result.last_version, report, False)
 
     async def _append(
-        self, game_id: str, command_id: str, request_hash: bytes, decide: Callable[[GameLog], list[Entry]]
+        self,
+        game_id: str,
+        command_id: str,
+        request_hash: bytes,
+        entry: type,
+        decide: Callable[[GameLog], list[Entry]],
     ) -> tuple[GameLog, bool]:
-        """Append what ``decide`` makes of the game's log, retrying on a concurrent append; the log after
-        and whether anything was appended. A retried ``command_id`` appends nothing again."""
-        seen = await self.store.command(command_id)
-        if seen is not None:
-            if seen[0] != game_id or seen[1] != request_hash:
-                raise Refused("invalid", "already used for another request", "command_id")
-            return await self.load(game_id), False
-        for _ in range(MAX_ATTEMPTS):
-            log = await self.load(game_id)
-            entries = decide(log)
-            if not entries:
-                return log, False
-            try:
-                await self.store.append(
-                    game_id,
-                    log.version,
-                    [NewEvent(*encode(e)) for e in entries],
-                    command_id=command_id,
-                    request_hash=request_hash,
-                    metadata={
-                        "command_id": command_id,
-                        "actor": "audit",
-                        "command": type(entries[0]).__name__,
-                    },
-                    prev_hash=log.rows[-1].hash,
-                )
-            except VersionConflict:
-                continue
-            except CommandReused:
-                raise Refused("invalid", "already used for another request", "command_id") from None
-            return await self.load(game_id), True
-        raise Refused("conflict", f"game {game_id!r} changed {MAX_ATTEMPTS} times meanwhile; try again")
+        """Append the ``entry`` entries ``decide`` makes of the game's log (:func:`service.runner.run`:
+        retried when the game moves on meanwhile); the log after and whether anything was appended. A
+        retried ``command_id`` appends nothing again."""
+
+        def decision(log: GameLog) -> Decision[None]:
+            return Decision([NewEvent(*encode(entry)) for entry in decide(log)], None)
+
+        ran = await run(
+            self.store,
+            game_id,
+            command_id=command_id,
+            request_hash=request_hash,
+            metadata={"command_id": command_id, "actor": "audit", "command": type_name(entry)},
+            load=lambda _fresh: self.load(game_id),  # the auditor keeps no cache: always the store's
+            head=lambda log: Head(log.version, log.rows[-1].hash),
+            decide=decision,
+        )
+        if isinstance(ran, Unchanged):
+            return ran.snapshot, False
+        return await self.load(game_id), isinstance(ran, Appended)
 
 
 def _find_dispute(log: GameLog, dispute_id: str) -> Dispute:
     for dispute in log.disputes():
         if dispute.filed.dispute_id == dispute_id:
             return dispute
-    raise Refused("not-found", f"no dispute {dispute_id!r} in game {log.game_id!r}")
+    raise NotFound(f"no dispute {dispute_id!r} in game {log.game_id!r}")
