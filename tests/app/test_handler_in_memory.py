@@ -13,13 +13,10 @@ from typing import Any
 
 from service.api.auth import token_hash
 from service.api.handler import CommandHandler
-from service.rules import CreateGame, Draw, Pass, StartRound, Variant, make_options
-from service.rules.cards import Colour
-from service.rules.commands import Accept, Choose, Command
-from service.rules.events import Awaiting
+from service.rules import CreateGame, StartRound, Variant, make_options
 from service.rules.fair import new_seed
-from service.rules.state import State
 from service.store import MemoryStore, cursor_of
+from tests.handler.support import legal_command
 from tests.store.support import assert_valid_stream
 
 
@@ -31,18 +28,6 @@ def _ids(command_id: str | None = None) -> dict[str, Any]:
         "expected_version": None,
         "metadata": {"command_id": command_id},
     }
-
-
-def _legal(state: State) -> Command:
-    """A legal command of whoever the game waits for."""
-    seat = state.turn
-    if state.awaiting is Awaiting.DRAWN:
-        return Pass(seat)
-    if state.awaiting is Awaiting.COLOUR:
-        return Choose(seat, colour=Colour.RED)
-    if state.awaiting is Awaiting.WD4_RESPONSE:
-        return Accept(seat)
-    return Draw(seat)
 
 
 async def _new_game(handler: CommandHandler, tournament_id: str = "") -> tuple[str, tuple[str, ...]]:
@@ -64,7 +49,7 @@ async def test_a_game_is_created_and_played_through_the_handler() -> None:
     game_id, tokens = await _new_game(handler, tournament_id="cup")
     for _ in range(30):
         state = (await handler.load(game_id)).state
-        await handler.handle(game_id, _legal(state), **_ids())
+        await handler.handle(game_id, legal_command(state), **_ids())
 
     stream = await store.read_stream(game_id)
     assert_valid_stream(stream)
@@ -89,12 +74,12 @@ async def test_a_retried_command_answers_its_first_result_and_appends_nothing() 
     store = MemoryStore()
     handler = CommandHandler(store)
     game_id, _ = await _new_game(handler)
-    command = _legal((await handler.load(game_id)).state)
+    command = legal_command((await handler.load(game_id)).state)
     ids = _ids("the-same-command")
     first = await handler.handle(game_id, command, **ids)
     version = await store.stream_version(game_id)
     # The game moves on; the retry, on another instance too, still answers the first result.
-    await handler.handle(game_id, _legal((await handler.load(game_id)).state), **_ids())
+    await handler.handle(game_id, legal_command((await handler.load(game_id)).state), **_ids())
     moved_on = await store.stream_version(game_id)
     for instance in (handler, CommandHandler(store)):
         again = await instance.handle(game_id, command, **ids)
@@ -116,10 +101,10 @@ async def test_a_stale_instance_catches_up_and_accepts_the_next_legal_command() 
     game_id, _ = await _new_game(first)
     await first.load(game_id)  # `first` caches the game now ...
     for _ in range(3):  # ... and `second` moves it on three times
-        await second.handle(game_id, _legal((await second.load(game_id)).state), **_ids())
+        await second.handle(game_id, legal_command((await second.load(game_id)).state), **_ids())
     fresh = await second.load(game_id)
     assert first._cache[game_id].version < fresh.version
-    outcome = await first.handle(game_id, _legal(fresh.state), **_ids())
+    outcome = await first.handle(game_id, legal_command(fresh.state), **_ids())
     assert outcome.version > fresh.version
     stored = await store.read_stream(game_id)
     assert [e.version for e in stored] == list(range(1, outcome.version + 1))

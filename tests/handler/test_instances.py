@@ -11,13 +11,10 @@ import pytest
 from service.api import errors
 from service.api.handler import CommandHandler
 from service.errors import Conflict, RuleViolation
-from service.rules import CreateGame, Draw, Pass, Play, StartRound, Variant, make_options
-from service.rules.cards import Colour
-from service.rules.commands import Accept, Choose, Command
-from service.rules.events import Awaiting
+from service.rules import CreateGame, Draw, Play, StartRound, Variant, make_options
 from service.rules.fair import new_seed
-from service.rules.state import State
 from service.store import EventStore
+from tests.handler.support import legal_command
 
 
 def _ids() -> dict[str, object]:
@@ -43,23 +40,10 @@ async def _new_game(handler: CommandHandler) -> str:
     return created.game_id
 
 
-def _legal(state: State) -> Command:
-    """A legal command of whoever the game waits for (the deal is random: the first card may be a wild
-    whose colour the next player chooses, or a Wild Draw Four to answer)."""
-    seat = state.turn
-    if state.awaiting is Awaiting.DRAWN:
-        return Pass(seat)
-    if state.awaiting is Awaiting.COLOUR:
-        return Choose(seat, colour=Colour.RED)
-    if state.awaiting is Awaiting.WD4_RESPONSE:
-        return Accept(seat)
-    return Draw(seat)
-
-
 async def _turn_action(handler: CommandHandler, game_id: str) -> None:
     """One legal action for whoever is on turn, as the other instance's players would send it."""
     state = (await handler.load(game_id)).state
-    await handler.handle(game_id, _legal(state), **_ids())  # type: ignore[arg-type]
+    await handler.handle(game_id, legal_command(state), **_ids())  # type: ignore[arg-type]
 
 
 async def test_a_stale_instance_accepts_the_next_legal_command(store: EventStore) -> None:
@@ -73,7 +57,7 @@ async def test_a_stale_instance_accepts_the_next_legal_command(store: EventStore
     assert stale.version < fresh.version
     # A command that is legal only on the fresh state: the seat on turn now (the stale cache thinks
     # another seat is on turn, or that a drawn card is pending).
-    command = _legal(fresh.state)
+    command = legal_command(fresh.state)
     outcome = await first.handle(game_id, command, **_ids())  # type: ignore[arg-type]
     assert outcome.version > fresh.version
     stored = await store.read_stream(game_id)
