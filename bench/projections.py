@@ -53,6 +53,7 @@ from projections.rebuild import MAX_WORKERS, connect_sync
 from projections.source import READER, copy_out
 from service.api.handler import stored_form
 from service.play.simulate import play_game
+from service.rules.events import GameCreated
 from service.rules.options import Variant
 from service.store import GENESIS_HASH, chain_hash
 
@@ -104,7 +105,7 @@ def generate_game(index: int) -> GeneratedGame:
         for event in events:
             stored = stored_form(event)
             payload = dict(stored.payload)
-            if stored.type == "GameCreated":
+            if stored.type == GameCreated.__name__:
                 payload["players"] = names
             version += 1
             digest = chain_hash(prev, game_id, version, stored.type, payload)
