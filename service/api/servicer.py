@@ -250,8 +250,8 @@ class GameService(pb_grpc.GameServiceServicer):
                 options = make_options(variant, given)
             except OptionError as bad:
                 raise InvalidInput("options", str(bad)) from None
-            if len(request.tournament_id) > MAX_ID:
-                raise InvalidInput("tournament_id", f"at most {MAX_ID} characters")
+            if len(request.tournament_id) > MAX_ID or not request.tournament_id.isprintable():
+                raise InvalidInput("tournament_id", f"at most {MAX_ID} printable characters")
             first_round = None
             if request.fixed_deck:
                 if not caller.admin:

@@ -60,6 +60,7 @@ from typing import Any, NoReturn
 
 from service.rules.cards import Card, CardError, Colour, tokens
 from service.rules.options import Variant, make_options
+from service.rules.setup import MAX_NAME, valid_name
 
 #: The value of the header's ``record`` key for this version of the format.
 FORMAT = "uno-game-record/1"
@@ -460,8 +461,10 @@ def _read_players(line: _Line, value: Any) -> tuple[str, ...]:
         line.fail(f"'players' must be a list of {MIN_PLAYERS} to {MAX_PLAYERS} names, not {described}")
     seen: set[str] = set()
     for name in value:
-        if not isinstance(name, str) or not name:
-            line.fail(f"every player must be a non-empty string, not {_json_type(name)}")
+        if not isinstance(name, str) or not valid_name(name):
+            line.fail(
+                f"every player must be a name of 1 to {MAX_NAME} printable characters, not {_json_type(name)}"
+            )
         if name in seen:
             line.fail(f"player {name!r} is listed twice in 'players'")
         seen.add(name)

@@ -22,15 +22,28 @@ from .state import HAND_SIZE, State
 from .violations import Impossible, Rule, Violation, require_seat
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 10
+#: The longest player name (``setup.players``): names are shown, stored and keyed on, so they are bounded.
+MAX_NAME = 64
+
+
+def valid_name(name: str) -> bool:
+    """A player name: 1 to :data:`MAX_NAME` printable characters, not only spaces (no control or
+    formatting characters, no line breaks)."""
+    return 0 < len(name) <= MAX_NAME and name.isprintable() and bool(name.strip())
 
 
 def create(command: CreateGame) -> GameCreated | Violation:
-    """Judge a new game: 2–10 distinct, non-empty player names (``setup.players``) and a valid dealer."""
+    """Judge a new game: 2–10 distinct player names of 1 to :data:`MAX_NAME` printable characters
+    (``setup.players``) and a valid dealer."""
     players = command.players
     if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
         return Violation(Rule.SETUP_PLAYERS, f"{len(players)} players; UNO takes 2 to 10")
-    if any(not name or not name.strip() for name in players) or len(set(players)) != len(players):
-        return Violation(Rule.SETUP_PLAYERS, "player names must be distinct and not empty")
+    if not all(valid_name(name) for name in players):
+        return Violation(
+            Rule.SETUP_PLAYERS, f"player names are 1 to {MAX_NAME} printable characters, not only spaces"
+        )
+    if len(set(players)) != len(players):
+        return Violation(Rule.SETUP_PLAYERS, "player names must be distinct")
     dealer = command.dealer
     if dealer is not None and not 0 <= dealer < len(players):
         return Violation(Rule.SETUP_DEALER, f"there is no seat {dealer} to deal from")

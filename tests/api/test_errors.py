@@ -259,6 +259,11 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("eleven players", create(players=[f"p{i}" for i in range(11)]), INVALID, "players"),
             Case("duplicate names", create(players=["a", "b", "a"]), INVALID, "players"),
             Case("empty name", create(players=["a", ""]), INVALID, "players"),
+            # A name is keyed on in the read models: a 3,000-character one once stopped the projector.
+            Case("a 3,000-character name", create(players=["a", "b" * 3000]), INVALID, "players"),
+            Case("a 65-character name", create(players=["a", "b" * 65]), INVALID, "players"),
+            Case("a NUL in a name", create(players=["a", "b\x00"]), INVALID, "players"),
+            Case("a line break in a name", create(players=["a", "b\nc"]), INVALID, "players"),
             Case("unknown option", create(options={"house_rule": True}), INVALID, "options"),
             Case("bad option type", create(options={"single_round": "yes"}), INVALID, "options"),
             Case("option out of range", create(options={"target_score": 0}), INVALID, "options"),
@@ -269,6 +274,7 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("dealer out of range", create(dealer=3), INVALID, "dealer"),
             Case("negative dealer", create(dealer=-1), INVALID, "dealer"),
             Case("long tournament_id", create(tournament_id=LONG), INVALID, "tournament_id"),
+            Case("a NUL in tournament_id", create(tournament_id="t\x00"), INVALID, "tournament_id"),
             Case("fixed deck without admin", create(fixed_deck=DECK), grpc.StatusCode.PERMISSION_DENIED),
             Case(
                 "fixed deck with a seat token of another game",

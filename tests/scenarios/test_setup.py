@@ -6,6 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given as for_all
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from service.rules import (
     DECKS,
@@ -171,6 +174,28 @@ def test_duplicate_or_empty_player_names_are_rejected(players: tuple[str, ...]) 
     outcome = create(CreateGame(Variant.CLASSIC, players, make_options(Variant.CLASSIC), None, 0))
     assert isinstance(outcome, Violation)
     assert outcome.rule is Rule.SETUP_PLAYERS
+
+
+@scenario("setup.players")
+@for_all(
+    name=st.text(min_size=0, max_size=80).filter(
+        lambda name: not (0 < len(name) <= 64 and name.isprintable() and name.strip())
+    )
+)
+@settings(max_examples=200, deadline=None)
+def test_a_player_name_is_one_to_64_printable_characters(name: str) -> None:
+    # Names are shown, stored and keyed on (read models): control characters, line breaks and
+    # unbounded lengths are refused at creation, whatever else they hold.
+    outcome = create(CreateGame(Variant.CLASSIC, ("ann", name), make_options(Variant.CLASSIC), None, 0))
+    assert isinstance(outcome, Violation)
+    assert outcome.rule is Rule.SETUP_PLAYERS
+
+
+@scenario("setup.players")
+@pytest.mark.parametrize("name", ["b" * 64, "Zoë 🃏", "ann smith", "宁"])
+def test_printable_names_up_to_64_characters_are_taken(name: str) -> None:
+    outcome = create(CreateGame(Variant.CLASSIC, ("ann", name), make_options(Variant.CLASSIC), None, 0))
+    assert isinstance(outcome, GameCreated)
 
 
 # --- setup.dealer --------------------------------------------------------------------------------------
