@@ -15,13 +15,14 @@ rows are read with one statement, so a projector batch committing meanwhile cann
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from service.catalogue import GAME_TYPES, decode_event
 from service.codec import CodecError
 from service.rules.events import GameCreated
 from service.rules.state import State, evolve, new_state
-from service.store import Cursor, EventStore, cursor_of
+from service.store import Cursor, EventStore, StoredEvent, cursor_of
 
 from .projector import DEFAULT_SET
 from .queries import connection
@@ -61,9 +62,11 @@ async def check_game(store: EventStore, game_id: str, *, projection_set: str = D
     if version > len(events):
         return [f"tables says version {version}, but the game's stream ends at {len(events)}"]
     try:
-        state = _fold(events[:version])
+        state = fold_stream(events[:version])
     except CodecError as bad:  # an edited log: the verifier's chain check says where and how
         return [f"game {game_id!r}: the log does not decode ({bad}), so the views cannot be checked"]
+    except UnfoldableLog as bad:
+        return [f"game {game_id!r}: {bad}, so the views cannot be checked"]
     if state is None:
         return [f"game {game_id!r} does not start with GameCreated"]
     problems: list[str] = []
@@ -84,8 +87,19 @@ async def check_game(store: EventStore, game_id: str, *, projection_set: str = D
     return problems
 
 
-def _fold(events: list[Any]) -> State | None:
-    """The engine's state after ``events`` (stored events; types this build does not know are skipped)."""
+class UnfoldableLog(ValueError):
+    """A stream whose events decode but cannot all be applied: an edited log (a card played that the
+    hand does not hold, a seat the game does not have). ``position`` is the first such event."""
+
+    def __init__(self, position: int) -> None:
+        super().__init__(f"the event at position {position} contradicts the game before it")
+        self.position = position
+
+
+def fold_stream(events: Sequence[StoredEvent]) -> State | None:
+    """The engine's state after the stored ``events`` (audit entries skipped), or ``None`` when they do
+    not start with ``GameCreated``. ``evolve`` trusts its events, so a log edited into nonsense makes it
+    fail: that is :class:`UnfoldableLog`, never an exception of the engine's."""
     state: State | None = None
     for stored in events:
         if stored.type not in GAME_TYPES:
@@ -96,7 +110,10 @@ def _fold(events: list[Any]) -> State | None:
         elif state is None:
             return None
         else:
-            state = evolve(state, event)
+            try:
+                state = evolve(state, event)
+            except (ValueError, IndexError, KeyError, TypeError, AttributeError):
+                raise UnfoldableLog(stored.version) from None
     return state
 
 

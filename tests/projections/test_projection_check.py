@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import psycopg
 import pytest
 from projection_support import GAME_SPECS, simulate, store_game, store_games
 
 from projections import Projector, check_game
+from projections.check import UnfoldableLog, fold_stream
 from projections.migrate import apply_migrations
+from service.rules.cards import DECKS
 from service.rules.options import Variant
-from service.store import EventStore
+from service.store import EventStore, StoredEvent
+from tests import golden
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -79,3 +84,26 @@ async def test_a_game_missing_from_the_views_is_found(store: EventStore, databas
     await _project(database_url)
     await _corrupt(database_url, "DELETE FROM tables WHERE game_id = 'g0'")
     assert await check_game(store, "g0") == ["game 'g0' is behind the checkpoint but has no tables row"]
+
+
+# --- a log edited into nonsense is reported, never a crash ------------------------------------------------
+
+
+def _edited(rows: list[StoredEvent], at: int, **payload: object) -> list[StoredEvent]:
+    """``rows`` with the payload of the row at position ``at`` changed (a superuser's edit)."""
+    return [dataclasses.replace(r, payload={**r.payload, **payload}) if r.version == at else r for r in rows]
+
+
+@pytest.mark.parametrize("variant", list(Variant), ids=lambda v: v.value)
+def test_an_edited_log_that_cannot_be_folded_is_reported_at_its_position(variant: Variant) -> None:
+    _, rows = golden.read(variant)
+    assert fold_stream(rows) is not None  # the log as written folds
+    played = next(r for r in rows if r.type == "CardPlayed")
+    before = fold_stream([r for r in rows if r.version < played.version])
+    assert before is not None
+    held = {card.token for card in before.hands[played.payload["player"]]}
+    absent = next(card.token for card in DECKS["classic"] if card.token not in held)
+    for edit in ({"card": absent}, {"player": 10}):
+        with pytest.raises(UnfoldableLog) as caught:
+            fold_stream(_edited(rows, played.version, **edit))
+        assert caught.value.position == played.version
