@@ -2,6 +2,8 @@
 
 Every RPC validates its input first (INVALID_ARGUMENT names the field), then checks the caller: the admin
 token is the adjudicator; a seat token may file a dispute for its own seat and list its game's disputes.
+A ruling's evidence goes out redacted for the caller exactly as WatchGame streams its DisputeRuled entry
+(:func:`service.api.views.redact`): the hands in it are the adjudicator's only.
 The work is :class:`service.audit.auditor.Auditor`'s; this module maps requests, replies and refusals.
 """
 
@@ -21,6 +23,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
 from service.audit.auditor import Auditor
 from service.audit.entries import DisputeKind, DisputeRuled
 from service.audit.log import Dispute
+from service.catalogue import encode
 from service.errors import (
     AlreadyExists,
     InvalidInput,
@@ -29,9 +32,10 @@ from service.errors import (
     Unauthenticated,
 )
 
-from .auth import new_token, token_hash
+from .auth import ADMIN, Caller, new_token, token_hash
 from .callers import Callers, Context
 from .servicer import fail, request_hash_of, valid_id
+from .views import redact
 
 log = structlog.get_logger("uno_audit.audit")
 
@@ -58,8 +62,22 @@ def _position(value: int) -> int:
     return value
 
 
-def _ruling(kind: DisputeKind, ruling: DisputeRuled) -> pb.Ruling:
-    """A ruling in the form the log records it (an adjudication's too: the same message either way)."""
+#: A ruling's redaction does not depend on the number of players (only a dealt deck's does), and a
+#: dispute does not carry it; ``redact`` is given this in its place.
+_RULING_PLAYERS = 0
+
+
+def _evidence(ruling: DisputeRuled, caller: Caller) -> dict[str, Any]:
+    """The ruling's evidence as ``caller`` may see it: its log entry through the one redaction WatchGame
+    applies, so no AuditService reply shows a seat a card the game's event stream hides from it."""
+    name, payload = encode(ruling)
+    evidence: dict[str, Any] = redact(name, payload, caller, _RULING_PLAYERS)["evidence"]
+    return evidence
+
+
+def _ruling(kind: DisputeKind, ruling: DisputeRuled, caller: Caller) -> pb.Ruling:
+    """A ruling in the form the log records it (an adjudication's too: the same message either way),
+    its evidence redacted for ``caller``."""
     return pb.Ruling(
         kind=KIND_VALUES[kind.value],
         verdict=ruling.verdict,
@@ -69,12 +87,13 @@ def _ruling(kind: DisputeKind, ruling: DisputeRuled) -> pb.Ruling:
         against=ruling.against,
         position=ruling.position,
         recorded=ruling.recorded,
-        evidence=_struct(ruling.evidence),
+        evidence=_struct(_evidence(ruling, caller)),
         mismatch=ruling.mismatch or "",
     )
 
 
-def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
+def _dispute(game_id: str, dispute: Dispute, caller: Caller) -> pb.Dispute:
+    """A dispute as ``caller`` may see it (its ruling's evidence redacted: :func:`_evidence`)."""
     filed = dispute.filed
     kind = DisputeKind(filed.kind)
     out = pb.Dispute(
@@ -95,7 +114,7 @@ def _dispute(game_id: str, dispute: Dispute) -> pb.Dispute:
     ruled = dispute.ruling
     if ruled is not None:
         out.note = ruled.note
-        out.ruling.CopyFrom(_ruling(kind, ruled))
+        out.ruling.CopyFrom(_ruling(kind, ruled, caller))
     return out
 
 
@@ -167,7 +186,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             target=request.target if request.HasField("target") else None,
         )
         # The message of a ruling the log would record, for no dispute and with no note.
-        return _ruling(kind, found.ruled(dispute_id="", note=""))
+        return _ruling(kind, found.ruled(dispute_id="", note=""), ADMIN)
 
     @_answering
     async def AdjudicateCatch(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
@@ -206,7 +225,8 @@ class AuditService(pb_grpc.AuditServiceServicer):
             request_hash=request_hash_of("FileDispute", request),
         )
         log.info("dispute", game=game_id, dispute=dispute.filed.dispute_id, seat=seat, kind=kind.value)
-        return _dispute(game_id, dispute)
+        # A retry answers with the dispute as it stands now, which may be ruled: redact for the caller.
+        return _dispute(game_id, dispute, caller)
 
     @_answering
     async def RuleOnDispute(self, request: pb.RuleOnDisputeRequest, context: Context) -> pb.Dispute:
@@ -223,11 +243,12 @@ class AuditService(pb_grpc.AuditServiceServicer):
         )
         assert dispute.ruling is not None
         log.info("ruling", game=game_id, dispute=dispute_id, verdict=dispute.ruling.verdict)
-        return _dispute(game_id, dispute)
+        return _dispute(game_id, dispute, ADMIN)
 
     @_answering
     async def ListDisputes(self, request: pb.ListDisputesRequest, context: Context) -> pb.ListDisputesReply:
         game_id = valid_id(request.game_id, "game_id") if request.game_id else None
+        caller = ADMIN
         if game_id is None:
             self.callers.admin(context)
         else:
@@ -235,7 +256,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             if caller.spectator:
                 raise Unauthenticated("listing disputes needs a seat token of this game or the admin")
         found = await self.auditor.list_disputes(game_id, request.status or None)
-        return pb.ListDisputesReply(disputes=[_dispute(game, dispute) for game, dispute in found])
+        return pb.ListDisputesReply(disputes=[_dispute(game, dispute, caller) for game, dispute in found])
 
     @_answering
     async def ExportGame(self, request: pb.ExportGameRequest, context: Context) -> pb.ExportGameReply:
