@@ -243,7 +243,12 @@ class GameService(pb_grpc.GameServiceServicer):
             variant = VARIANT_OF.get(request.variant)
             if variant is None:
                 raise InvalidInput("variant", "choose CLASSIC, SONIC, ATTACK or MARIO_KART")
-            given = {k: _plain(v) for k, v in dict(request.options).items()}
+            try:
+                given = {k: _plain(v) for k, v in dict(request.options).items()}
+            except ValueError:  # a protobuf Value with no kind set, at any depth
+                raise InvalidInput(
+                    "options", "every option needs a value (a number, text, true/false)"
+                ) from None
             if request.HasField("target_score"):
                 given["target_score"] = request.target_score
             try:

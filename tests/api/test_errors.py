@@ -248,6 +248,13 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             request.options.update(options)
         return lambda: stub.CreateGame(request, metadata=metadata)
 
+    def kindless(option: str) -> Callable[[], Awaitable[Any]]:
+        """A CreateGame whose option is a protobuf ``Value`` with no kind set (a JSON client can't send
+        one; a protobuf client can)."""
+        request = pb.CreateGameRequest(command_id=new_id(), variant=pb.CLASSIC, players=["a", "b", "c"])
+        request.options.fields[option].Clear()
+        return lambda: stub.CreateGame(request)
+
     await _check(
         [
             Case("empty command_id", create(command_id=""), INVALID, "command_id"),
@@ -265,6 +272,7 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("a NUL in a name", create(players=["a", "b\x00"]), INVALID, "players"),
             Case("a line break in a name", create(players=["a", "b\nc"]), INVALID, "players"),
             Case("unknown option", create(options={"house_rule": True}), INVALID, "options"),
+            Case("an option without a value", kindless("target_score"), INVALID, "options"),
             Case("bad option type", create(options={"single_round": "yes"}), INVALID, "options"),
             Case("option out of range", create(options={"target_score": 0}), INVALID, "options"),
             Case("fractional option", create(options={"target_score": 1.5}), INVALID, "options"),
