@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import grpc
 import structlog
 from google.protobuf import message as pb_message
-from google.protobuf import timestamp_pb2
+from google.protobuf import struct_pb2, timestamp_pb2
 
 from projections import queries
 from projections.projector import read_lag
@@ -81,13 +81,15 @@ def _deck(tokens: Any, field: str) -> tuple[Card, ...]:
 
 
 def _plain(value: Any) -> Any:
-    """A Struct value as the options expect it: JSON numbers that are whole become ints."""
+    """A Struct value as the options expect it: lists and objects as Python's, JSON numbers that are
+    whole as ints. (A Struct hands out its lists and objects as protobuf ``ListValue`` and ``Struct``;
+    reading a ``Value`` with no kind raises ``ValueError``.)"""
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, list):
+    if isinstance(value, list | struct_pb2.ListValue):
         return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, dict | struct_pb2.Struct):
+        return {k: _plain(v) for k, v in dict(value).items()}
     return value
 
 

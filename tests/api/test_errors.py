@@ -13,6 +13,7 @@ from google.protobuf import message
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.store import EventStore
 
 from .support import (
     ADMIN,
@@ -22,6 +23,7 @@ from .support import (
     create_game,
     error_info,
     fails_with,
+    folded,
     header,
     new_id,
 )
@@ -248,11 +250,12 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             request.options.update(options)
         return lambda: stub.CreateGame(request, metadata=metadata)
 
-    def kindless(option: str) -> Callable[[], Awaitable[Any]]:
+    def kindless(option: str, *, in_list: bool = False) -> Callable[[], Awaitable[Any]]:
         """A CreateGame whose option is a protobuf ``Value`` with no kind set (a JSON client can't send
         one; a protobuf client can)."""
         request = pb.CreateGameRequest(command_id=new_id(), variant=pb.CLASSIC, players=["a", "b", "c"])
-        request.options.fields[option].Clear()
+        value = request.options.fields[option]
+        (value.list_value.values.add() if in_list else value).Clear()
         return lambda: stub.CreateGame(request)
 
     await _check(
@@ -273,6 +276,7 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("a line break in a name", create(players=["a", "b\nc"]), INVALID, "players"),
             Case("unknown option", create(options={"house_rule": True}), INVALID, "options"),
             Case("an option without a value", kindless("target_score"), INVALID, "options"),
+            Case("a list holding no value", kindless("launcher_weights", in_list=True), INVALID, "options"),
             Case("bad option type", create(options={"single_round": "yes"}), INVALID, "options"),
             Case("option out of range", create(options={"target_score": 0}), INVALID, "options"),
             Case("fractional option", create(options={"target_score": 1.5}), INVALID, "options"),
@@ -332,3 +336,14 @@ async def test_reading_rpcs(stub: pb_grpc.GameServiceStub, database_url: str) ->
         listed: pb.ListGamesReply = await stub.ListGames(pb.ListGamesRequest(page_size=size))
         assert [g.game_id for g in listed.games] == [game.game_id]
         assert listed.next_page_token == ""
+
+
+async def test_list_and_object_options_are_read_from_the_struct(
+    stub: pb_grpc.GameServiceStub, store: EventStore
+) -> None:
+    # A Struct hands its lists out as protobuf ListValues: they must reach the options as lists.
+    request = pb.CreateGameRequest(command_id=new_id(), variant=pb.ATTACK, players=["a", "b", "c"])
+    request.options.update({"launcher_weights": [0, 1, 2], "custom_count": 3})
+    reply: pb.CreateGameReply = await stub.CreateGame(request)
+    state, _ = await folded(store, reply.game_id)
+    assert (state.options.launcher_weights, state.options.custom_count) == ((0, 1, 2), 3)
