@@ -39,4 +39,4 @@ async def apply_migrations(dsn: str) -> list[str]:
 
 
 migrate = apply_migrations
-"""The name the README and the CLI use: ``await projections.migrate(database_url)``."""
+"""A short name for callers: ``await projections.migrate(database_url)``."""
