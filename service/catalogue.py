@@ -160,9 +160,7 @@ class Catalogue:
             body = upcast(body)
         try:
             decoded: Event | Entry = decoder(stored.cls)(body)
-        except CatalogueError:
-            raise
-        except CodecError as error:
+        except CodecError as error:  # the codec's error, as the catalogue's (callers catch either)
             raise CatalogueError(str(error)) from None
         return decoded
 
