@@ -25,9 +25,6 @@ SELECT create_distributed_table('seats', 'game_id', colocate_with => 'games');
 SELECT create_distributed_table('events', 'game_id', colocate_with => 'games');
 SELECT create_distributed_table('commands', 'game_id', colocate_with => 'games');
 
--- Which game a command id belongs to: the one lookup by command id alone, so distributed by it.
-SELECT create_distributed_table('command_ids', 'command_id', colocate_with => 'none');
-
 -- The per-game read models live with their game.
 SELECT create_distributed_table('hands', 'game_id', colocate_with => 'games');
 SELECT create_distributed_table('tables', 'game_id', colocate_with => 'games');

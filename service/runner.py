@@ -72,13 +72,13 @@ Ran = Appended[S, D] | Repeated | Unchanged[S]
 
 
 async def earlier(store: StreamStore, game_id: str, command_id: str, request_hash: bytes) -> Repeated | None:
-    """The first result of ``command_id`` when it was carried out before with the same request; refused
-    (``command_id``) when it was used for another request or another game."""
-    seen = await store.command(command_id)
+    """The first result of ``command_id`` when the game carried it out before for the same request;
+    refused (``command_id``) when the game used it for another request."""
+    seen = await store.command(game_id, command_id)
     if seen is None:
         return None
-    seen_game, seen_hash, first, last = seen
-    if seen_game != game_id or seen_hash != request_hash:
+    seen_hash, first, last = seen
+    if seen_hash != request_hash:
         raise InvalidInput("command_id", "already used for another request")
     return Repeated(AppendResult(first, last, b"", True, ()))
 
@@ -186,16 +186,29 @@ async def create_stream(
     request_hash: bytes,
     write: Callable[[str], Awaitable[AppendResult]],
 ) -> NewStream | ExistingStream:
-    """Create a stream with a new id through ``write(game_id)`` (the store's ``create_game``).
+    """Create a stream through ``write(game_id)`` (the store's ``create_game``), its id derived from the
+    creating command's id (:func:`stream_id_of`).
 
-    Every creation draws a new id, so a retry reaches the store as a reused command id: the same request
-    is answered with the stream it created (:class:`ExistingStream`), another is refused (``command_id``).
+    So a retry reaches the store with the same id: the same request is answered with the stream it
+    created (:class:`ExistingStream`), another request is refused (``command_id``) — and a command id is
+    recorded only in its own stream's ledger, like every other command's.
     """
-    game_id = str(uuid.uuid4())
+    game_id = stream_id_of(command_id)
     try:
-        return NewStream(game_id, await write(game_id))
+        result = await write(game_id)
     except CommandReused as reused:
-        seen = await store.command(command_id)
-        if seen is not None and seen[1] == request_hash:
-            return ExistingStream(seen[0], seen[3])
         raise InvalidInput("command_id", f"already used for another request ({reused})") from None
+    if result.duplicate:
+        return ExistingStream(game_id, result.last_version)
+    return NewStream(game_id, result)
+
+
+def stream_id_of(command_id: str) -> str:
+    """The id of the stream a creating command makes: a name-based UUID (RFC 9562 version 5) of the
+    command id, the same for every retry of the command."""
+    return str(uuid.uuid5(_CREATIONS, command_id))
+
+
+#: The namespace of the ids of created streams (a fixed random UUID: changing it would make a creation
+#: retried across the change create a second stream).
+_CREATIONS = uuid.UUID("5b0f5c8e-8d1f-4b53-9a52-6f0de1c1c4a7")

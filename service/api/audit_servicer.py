@@ -222,7 +222,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             target=request.target if request.HasField("target") else None,
             claim=request.claim,
             command_id=command_id,
-            request_hash=request_hash_of("FileDispute", request),
+            request_hash=request_hash_of("FileDispute", request, caller),
         )
         log.info("dispute", game=game_id, dispute=dispute.filed.dispute_id, seat=seat, kind=kind.value)
         # A retry answers with the dispute as it stands now, which may be ruled: redact for the caller.
@@ -239,7 +239,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             dispute_id,
             note=request.note,
             command_id=command_id,
-            request_hash=request_hash_of("RuleOnDispute", request),
+            request_hash=request_hash_of("RuleOnDispute", request, ADMIN),
         )
         assert dispute.ruling is not None
         log.info("ruling", game=game_id, dispute=dispute_id, verdict=dispute.ruling.verdict)
@@ -283,7 +283,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             tournament_id=request.tournament_id,
             seat_token_hashes=hashes,
             command_id=command_id,
-            request_hash=request_hash_of("ImportRecord", request),
+            request_hash=request_hash_of("ImportRecord", request, ADMIN),
         )
         if imported.duplicate:
             raise AlreadyExists(

@@ -27,6 +27,13 @@ class Caller:
     def spectator(self) -> bool:
         return self.seat is None and not self.admin
 
+    @property
+    def identity(self) -> str:
+        """Who the caller is, as a command's request hash binds it: ``admin``, ``seat N`` or ``anyone``."""
+        if self.admin:
+            return "admin"
+        return "anyone" if self.seat is None else f"seat {self.seat}"
+
 
 SPECTATOR = Caller()
 ADMIN = Caller(admin=True)

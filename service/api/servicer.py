@@ -93,8 +93,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def request_hash_of(method: str, request: pb_message.Message) -> bytes:
-    return hashlib.sha256(method.encode() + b"\0" + request.SerializeToString(deterministic=True)).digest()
+def request_hash_of(method: str, request: pb_message.Message, caller: Caller) -> bytes:
+    """What a command's ledger row keeps of its request: the method, the request and who sent it.
+
+    The caller is part of it so that a command id is bound to the identity that first used it: another
+    seat (or the admin) sending the same id is "another request", refused, never answered with the
+    first caller's result.
+    """
+    digest = hashlib.sha256()
+    for part in (method.encode(), caller.identity.encode(), request.SerializeToString(deterministic=True)):
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.digest()
 
 
 class GameService(pb_grpc.GameServiceServicer):
@@ -158,7 +167,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 game_id,
                 command,
                 command_id=command_id,
-                request_hash=request_hash_of(method, request),
+                request_hash=request_hash_of(method, request, caller),
                 expected_version=header.expected_version if header.HasField("expected_version") else None,
                 metadata={"command_id": command_id, "actor": seat, "command": method},
             )
@@ -269,7 +278,7 @@ class GameService(pb_grpc.GameServiceServicer):
             created = await self.handler.create_game(
                 create,
                 command_id=command_id,
-                request_hash=request_hash_of("CreateGame", request),
+                request_hash=request_hash_of("CreateGame", request, caller),
                 tournament_id=request.tournament_id,
                 metadata={
                     "command_id": command_id,

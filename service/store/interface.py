@@ -72,13 +72,14 @@ class StreamStore(Protocol):
       transaction, chained from the hash of ``expected_version`` (``prev_hash`` if the caller has it
       cached). A command id recorded before for the same stream and ``request_hash`` returns that first
       result with ``duplicate=True`` and writes nothing, even after the stream moved on; for another
-      stream or request it raises :class:`~service.store.CommandReused`. Otherwise a stream not at
+      request it raises :class:`~service.store.CommandReused`. Otherwise a stream not at
       ``expected_version`` raises :class:`~service.store.VersionConflict` with its version, an unknown
       stream :class:`~service.store.GameNotFound`, a wrong ``prev_hash`` :class:`~service.store.StoreError`.
       Streams are started only by :meth:`Store.create_game`.
     * ``read_all`` pages through every stream's events in the gap-free global order (``Cursor``): no
       event is ever skipped or returned twice, and each stream's events come in version order.
-    * ``command`` and ``ledger_last_version`` read the command ledger.
+    * ``command`` and ``ledger_last_version`` read the command ledger, kept per stream: a command id
+      names one command of one stream.
     """
 
     async def append(
@@ -101,7 +102,7 @@ class StreamStore(Protocol):
 
     async def read_all(self, after: Cursor = START, limit: int = 1000) -> list[StoredEvent]: ...
 
-    async def command(self, command_id: str) -> CommandRow | None: ...
+    async def command(self, game_id: str, command_id: str) -> CommandRow | None: ...
 
     async def ledger_last_version(self, game_id: str) -> int | None: ...
 
@@ -143,6 +144,6 @@ class Store(StreamStore, GameCatalogue, Protocol):
     ) -> AppendResult:
         """Catalogue the game (row, seed, one token hash per seat) and start its stream with ``events``
         (versions 1..n), in one unit of work. A retried command id answers its first result
-        (``duplicate=True``); used for another game or request, :class:`~service.store.CommandReused`
-        and nothing is written; a taken ``game_id``, :class:`~service.store.GameExists`."""
+        (``duplicate=True``); used for another request, :class:`~service.store.CommandReused` and
+        nothing is written; a taken ``game_id`` without that command, :class:`~service.store.GameExists`."""
         ...

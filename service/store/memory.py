@@ -63,7 +63,7 @@ class MemoryStore(Store):
 
     def __init__(self) -> None:
         self._games: dict[str, _Game] = {}
-        self._commands: dict[str, CommandRow] = {}
+        self._commands: dict[tuple[str, str], CommandRow] = {}
         self._log: list[StoredEvent] = []
         self._keys: list[Cursor] = []  # cursor_of each event of _log, for bisecting
         self._xid = 0
@@ -123,15 +123,15 @@ class MemoryStore(Store):
         start = bisect.bisect_right(self._keys, after)
         return self._log[start : start + limit]
 
-    async def command(self, command_id: str) -> CommandRow | None:
-        """``(game_id, request_hash, first_version, last_version)`` of a recorded command, or ``None``."""
+    async def command(self, game_id: str, command_id: str) -> CommandRow | None:
+        """``(request_hash, first_version, last_version)`` of a command recorded for the game, or ``None``."""
         await _turn()
-        return self._commands.get(command_id)
+        return self._commands.get((game_id, command_id))
 
     async def ledger_last_version(self, game_id: str) -> int | None:
         """The highest version the command ledger says was written for the game (``None``: no command)."""
         await _turn()
-        versions = [last for game, _, _, last in self._commands.values() if game == game_id]
+        versions = [row[2] for (game, _), row in self._commands.items() if game == game_id]
         return max(versions, default=None)
 
     def listen(self) -> MemoryWakeups:
@@ -233,8 +233,7 @@ class MemoryStore(Store):
         stream.extend(stored)
         self._log.extend(stored)
         self._keys.extend(cursor_of(e) for e in stored)
-        self._commands[batch.command_id] = (
-            batch.game_id,
+        self._commands[batch.game_id, batch.command_id] = (
             request_hash,
             batch.first_version,
             batch.last_version,
@@ -244,14 +243,12 @@ class MemoryStore(Store):
         return result
 
     def _earlier(self, command_id: str, game_id: str, request_hash: bytes) -> AppendResult | None:
-        """The first result of ``command_id`` if it was recorded (same game and request), else ``None``;
-        :class:`CommandReused` if it was recorded for another game or request."""
-        seen = self._commands.get(command_id)
+        """The first result of ``command_id`` if the game recorded it for the same request, else ``None``;
+        :class:`CommandReused` if it recorded it for another request."""
+        seen = self._commands.get((game_id, command_id))
         if seen is None:
             return None
-        stored_game, stored_request, first_version, last_version = seen
-        if stored_game != game_id:
-            raise CommandReused(command_id, f"for game {stored_game!r}")
+        stored_request, first_version, last_version = seen
         if stored_request != request_hash:
             raise CommandReused(command_id, "for another request")
         last_hash = self._stream(game_id)[last_version - 1].hash

@@ -24,8 +24,8 @@ DISPUTE_TYPES = ("DisputeFiled", "DisputeRuled")
 """The stored types of the audit trail's disputes and rulings (:mod:`service.audit.entries`), which the
 catalogue looks up across games."""
 
-CommandRow: TypeAlias = tuple[str, bytes, int, int]
-"""A recorded command: ``(game_id, request_hash, first_version, last_version)``."""
+CommandRow: TypeAlias = tuple[bytes, int, int]
+"""A command recorded in a game's ledger: ``(request_hash, first_version, last_version)``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,18 +28,14 @@ from .global_order import Connection
 from .interface import Store
 from .migrate import apply_migrations
 from .model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create
-from .streams import PostgresStreams, earlier_result, maybe_earlier_result, write_params, write_statement
+from .streams import PostgresStreams, maybe_earlier_result, write_params, write_statement
 
 APP_ROLE = "uno_audit_app"
 """The role the service's pooled connections take: SELECT and INSERT only."""
 
 _log = structlog.get_logger(__name__)
 
-_CREATE_GAME = "WITH " + CATALOGUE_ROWS + "," + write_statement("SELECT %(command_id)s, game_id FROM game")
-
-
-class _CommandSeen(Exception):
-    """Raised inside create_game's transaction to roll it back: the command id was already recorded."""
+_CREATE_GAME = "WITH " + CATALOGUE_ROWS + "," + write_statement("game AS source")
 
 
 class EventStore(PostgresStreams, PostgresGames, Store):
@@ -123,10 +119,11 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         """Create a game and append its first events (versions 1..n), all in one transaction.
 
         Writes the catalogue row, the secret seed, one row per seat (seat *i* has the SHA-256 of seat
-        *i*'s token), the command's claim and ledger row and the events chained from
-        :data:`~service.store.GENESIS_HASH`. A retried ``command_id`` with the same ``request_hash``
-        returns the first result with ``duplicate=True``; with another game or request it raises
-        :class:`~service.store.CommandReused`. A taken ``game_id`` raises :class:`GameExists`.
+        *i*'s token), the command's ledger row and the events chained from
+        :data:`~service.store.GENESIS_HASH`. A retry (the game recorded ``command_id`` with the same
+        ``request_hash``) returns the first result with ``duplicate=True``; the game's ``command_id``
+        with another request raises :class:`~service.store.CommandReused`; a ``game_id`` taken by another
+        command raises :class:`GameExists`.
         """
         check_create(game_id, players, seat_token_hashes, events)
         batch = Batch(game_id, 0, GENESIS_HASH, events, metadata, command_id)
@@ -142,17 +139,11 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         )
         async with self._pool.connection() as conn:
             try:
-                # An explicit transaction, because the game's rows are written even when the command id
-                # turns out to be taken and must then be rolled back; pipelined, so BEGIN and the
-                # statement travel together.
-                async with conn.pipeline(), conn.transaction():
-                    cursor = await conn.execute(_CREATE_GAME, params, prepare=True)
-                    returned = await cursor.fetchall()
-                    if not returned:
-                        raise _CommandSeen
-            except _CommandSeen:
-                return await earlier_result(conn, command_id, game_id, request_hash)
+                # Autocommit: the one statement (catalogue rows, ledger row, events) is its own transaction.
+                cursor = await conn.execute(_CREATE_GAME, params, prepare=True)
+                returned = await cursor.fetchall()
             except pg_errors.UniqueViolation as error:
+                # The game id is taken: by this very command before (a retry), or by another one.
                 earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
                 if earlier is not None:
                     return earlier

@@ -10,16 +10,16 @@ What it guarantees, and where each guarantee lives:
   also insists that version *n* follows a stored version *n − 1* whose hash is the new row's
   ``prev_hash``, and that a version 1 belongs to a catalogued game, so streams have no holes and the
   chain cannot fork even if a caller's cached hash is wrong.
-* **Idempotency.** Every command carries a client-chosen id, unique across games. The statement first
-  claims the id in ``command_ids`` (id → game), then writes its ledger row in ``commands`` (per game:
-  request hash, versions) and the events, all only if the claim was new; so a retried command finds its
-  claim and gets the first result back (``duplicate=True``) while nothing is appended, and the same id
-  with another game or request is :class:`CommandReused`. Why two tables: on a distributed PostgreSQL
-  the ledger lives with its game's events (key ``(game_id, command_id)``), while the claim, keyed by the
-  id alone, is what keeps an id from naming commands of two games (see ``deploy/citus.sql``).
-* **Immutability.** Triggers reject UPDATE, DELETE and TRUNCATE of ``events``, ``commands`` and
-  ``command_ids`` for everyone, and the pool's connections run as the role ``uno_audit_app``, which may
-  only SELECT and INSERT (see ``migrations/``).
+* **Idempotency.** Every command carries a client-chosen id, unique within its game. The statement writes
+  the command's ledger row in ``commands`` (key ``(game_id, command_id)``: request hash, versions) and its
+  events only if that row is new; so a retried command finds its row and gets the first result back
+  (``duplicate=True``) while nothing is appended, and the same id with another request is
+  :class:`CommandReused`. The ledger lives with its game's events, under a key that carries ``game_id``
+  like every other key of the store (``deploy/citus.sql``): a retried creation is recognised because the
+  application derives a new game's id from its command id (:func:`service.runner.create_stream`).
+* **Immutability.** Triggers reject UPDATE, DELETE and TRUNCATE of ``events`` and ``commands`` for
+  everyone, and the pool's connections run as the role ``uno_audit_app``, which may only SELECT and
+  INSERT (see ``migrations/``).
 * **Gap-free global order.** :meth:`PostgresStreams.read_all` reads through
   :mod:`service.store.global_order`, the same reader the projector uses.
 * **Wake-ups.** Appends ``NOTIFY uno_events`` with the game id; :meth:`PostgresStreams.listen` delivers
@@ -65,25 +65,22 @@ EVENT_COLUMNS = (
 )
 
 
-def write_statement(claim_source: str) -> str:
-    """The CTEs that write one command: claim, ledger row, events, notification, and the final SELECT.
+def write_statement(game_source: str) -> str:
+    """The CTEs that write one command: ledger row, events, notification, and the final SELECT.
 
-    ``claim_source`` yields the ``(command_id, game_id)`` row to claim (``VALUES …`` for an append, a
-    SELECT from the catalogue's CTE for a new game). The ledger row and the events are written only if
-    the claim is new (they join with ``claim``'s RETURNING), so a recorded id writes nothing and the
-    statement returns no row. The events come as one jsonb array (one prepared statement for any number
-    of events) and are inserted in version order, so the insert trigger sees each one's predecessor. The
-    final SELECT joins ``notified`` so that the notification is sent exactly when events were written.
+    ``game_source`` is a FROM item named ``source`` with a ``game_id`` column (``(VALUES …)`` for an append,
+    the catalogue's CTE for a new game). The events are written only if the ledger row is new (they join with
+    its RETURNING), so a recorded command id writes nothing and the statement returns no row. The events come
+    as one jsonb array (one prepared statement for any number of events) and are inserted in version order, so
+    the insert trigger sees each one's predecessor. The final SELECT joins ``notified`` so that the
+    notification is sent exactly when events were written.
     """
     return f"""
-claim AS (
-    INSERT INTO command_ids (command_id, game_id)
-    {claim_source}
-    ON CONFLICT (command_id) DO NOTHING
-    RETURNING game_id
-), command AS (
+command AS (
     INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version)
-    SELECT claim.game_id, %(command_id)s, %(request_hash)s, %(first_version)s, %(last_version)s FROM claim
+    SELECT source.game_id, %(command_id)s, %(request_hash)s, %(first_version)s, %(last_version)s
+      FROM {game_source}
+    ON CONFLICT (game_id, command_id) DO NOTHING
     RETURNING game_id
 ), appended AS (
     INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
@@ -99,15 +96,11 @@ SELECT a.position, a.recorded_at, a.xid::text::bigint FROM appended a, notified 
 """
 
 
-_APPEND = "WITH " + write_statement("VALUES (%(command_id)s, %(game_id)s)")
-# The ledger row of a command id: found through its claim, the only lookup by the id alone.
-_LEDGER_ROW = (
-    "FROM commands c WHERE c.game_id = (SELECT i.game_id FROM command_ids i WHERE i.command_id = %(id)s) "
-    "AND c.command_id = %(id)s"
-)
-_COMMAND = f"SELECT c.game_id, c.request_sha256, c.first_version, c.last_version {_LEDGER_ROW}"
+_APPEND = "WITH " + write_statement("(VALUES (%(game_id)s)) AS source (game_id)")
+_LEDGER_ROW = "FROM commands c WHERE c.game_id = %(game)s AND c.command_id = %(id)s"
+_COMMAND = f"SELECT c.request_sha256, c.first_version, c.last_version {_LEDGER_ROW}"
 _COMMAND_RESULT = (
-    "SELECT c.game_id, c.request_sha256, c.first_version, c.last_version, "
+    "SELECT c.request_sha256, c.first_version, c.last_version, "
     "(SELECT e.hash FROM events e WHERE e.game_id = c.game_id AND e.version = c.last_version) "
     f"{_LEDGER_ROW}"
 )
@@ -229,12 +222,12 @@ class PostgresStreams(StreamStore):
         async with self._pool.connection() as conn:
             return [stored_event(row) for row in await _READER.page(conn, after, limit)]
 
-    async def command(self, command_id: str) -> CommandRow | None:
-        """``(game_id, request_hash, first_version, last_version)`` of a recorded command, or ``None``."""
+    async def command(self, game_id: str, command_id: str) -> CommandRow | None:
+        """``(request_hash, first_version, last_version)`` of a command recorded for the game, or ``None``."""
         async with self._pool.connection() as conn:
-            cursor = await conn.execute(_COMMAND, {"id": command_id}, prepare=True)
+            cursor = await conn.execute(_COMMAND, {"game": game_id, "id": command_id}, prepare=True)
             row = await cursor.fetchone()
-            return None if row is None else (row[0], bytes(row[1]), row[2], row[3])
+            return None if row is None else (bytes(row[0]), row[1], row[2])
 
     async def ledger_last_version(self, game_id: str) -> int | None:
         """The highest version the command ledger says was written for the game (``None``: no command).
@@ -338,17 +331,15 @@ def write_params(batch: Batch, request_hash: bytes) -> dict[str, Any]:
 async def maybe_earlier_result(
     conn: Connection, command_id: str, game_id: str, request_hash: bytes
 ) -> AppendResult | None:
-    """The first result of ``command_id`` if it was recorded (same game and request), else ``None``.
+    """The first result of ``command_id`` if the game recorded it for the same request, else ``None``.
 
-    Raises :class:`CommandReused` if it was recorded for another game or request.
+    Raises :class:`CommandReused` if the game recorded it for another request.
     """
-    cursor = await conn.execute(_COMMAND_RESULT, {"id": command_id}, prepare=True)
+    cursor = await conn.execute(_COMMAND_RESULT, {"game": game_id, "id": command_id}, prepare=True)
     row = await cursor.fetchone()
     if row is None:
         return None
-    stored_game, stored_request, first_version, last_version, last_hash = row
-    if stored_game != game_id:
-        raise CommandReused(command_id, f"for game {stored_game!r}")
+    stored_request, first_version, last_version, last_hash = row
     if bytes(stored_request) != request_hash:
         raise CommandReused(command_id, "for another request")
     return AppendResult(first_version, last_version, bytes(last_hash), duplicate=True)

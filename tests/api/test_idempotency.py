@@ -123,20 +123,25 @@ async def test_one_command_id_for_another_request_is_invalid(
         grpc.StatusCode.INVALID_ARGUMENT,
         field="command_id",
     )
-    # Another game.
-    other = await _started(stub)
+    # Another seat sending the very same request: the id is bound to the seat that first used it, so the
+    # copy is refused, not answered with seat 1's result.
     rows = await count_rows(database_url)
-    await fails_with(
-        stub.Play(
-            pb.PlayRequest(
-                header=pb.CommandHeader(game_id=other.game_id, command_id=reused.command_id), card="R1"
-            ),
-            metadata=other.seat(1),
-        ),
-        grpc.StatusCode.INVALID_ARGUMENT,
-        field="command_id",
-    )
+    for intruder in (game.seat(2), game.seat(0)):
+        await fails_with(
+            stub.Play(play, metadata=intruder), grpc.StatusCode.INVALID_ARGUMENT, field="command_id"
+        )
+    await fails_with(stub.Play(play), grpc.StatusCode.UNAUTHENTICATED)
     assert await count_rows(database_url) == rows
+
+    # Another game: a command id names one command of one game, so there it is a new command.
+    other = await _started(stub)
+    accepted = await stub.Play(
+        pb.PlayRequest(
+            header=pb.CommandHeader(game_id=other.game_id, command_id=reused.command_id), card="R1"
+        ),
+        metadata=other.seat(1),
+    )
+    assert not accepted.duplicate and accepted.events[0].type == "CardPlayed"
 
 
 async def test_a_create_game_retry_creates_nothing(stub: pb_grpc.GameServiceStub, database_url: str) -> None:

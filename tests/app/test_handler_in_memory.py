@@ -87,8 +87,7 @@ async def test_a_retried_command_answers_its_first_result_and_appends_nothing() 
         assert [(e.version, e.hash) for e in again.events] == [(e.version, e.hash) for e in first.events]
         assert again.version == first.version == version
     assert await store.stream_version(game_id) == moved_on  # the retries appended nothing
-    assert await store.command("the-same-command") == (
-        game_id,
+    assert await store.command(game_id, "the-same-command") == (
         ids["request_hash"],
         first.events[0].version,
         first.version,

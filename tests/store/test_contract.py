@@ -1,10 +1,10 @@
 """The store's contract, run against every implementation: PostgreSQL (``EventStore``) and ``MemoryStore``.
 
 Each test takes ``contract_store`` and observes the store only through the :class:`service.store.Store`
-protocol, so a test that passes for both proves they behave alike: versions and conflicts, the command
-ledger (retries, an id reused for another request or game), the hash chain, the gap-free global order and
-wake-ups. What only PostgreSQL can show (commits out of position order, triggers, privileges, plain SQL)
-is tested against it alone, in the other modules of this folder.
+protocol, so a test that passes for both proves they behave alike: versions and conflicts, the command ledger
+(retries, an id reused for another request, an id in two games), the hash chain, the gap-free global order and
+wake-ups. What only PostgreSQL can show (commits out of position order, triggers, privileges, plain SQL) is
+tested against it alone, in the other modules of this folder.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ async def test_cached_prev_hash_skips_the_lookup_and_a_wrong_one_is_refused(cont
             "g1", 2, [played(2)], command_id="c2", request_hash=b"r", metadata={}, prev_hash=bytes(32)
         )
     assert await store.stream_version("g1") == 2
-    assert await store.command("c2") is None
+    assert await store.command("g1", "c2") is None
     assert_valid_stream(await store.read_stream("g1"))
 
 
@@ -163,7 +163,7 @@ async def test_unknown_game_and_stale_versions(contract_store: Store) -> None:
         await store.append("g1", 0, [played(1)], command_id="d", request_hash=b"r", metadata={})
     assert behind.value.actual == 1
     assert await store.stream_version("g1") == 1
-    assert await store.command("a") is None
+    assert await store.command("nope", "a") is None
 
 
 async def test_payloads_that_jsonb_would_change_are_refused(contract_store: Store) -> None:
@@ -212,9 +212,10 @@ async def test_create_game_rows_and_catalogue(contract_store: Store) -> None:
     assert await store.seat_for_token("g1", token_hash("g1", 2)) == 2
     assert await store.seat_for_token("g1", token_hash("g2", 2)) is None
     assert await store.seat_for_token("nope", token_hash("g1", 2)) is None
-    assert await store.command("c") == ("g1", b"r", 2, 3)
-    assert await store.command("create:g1") == ("g1", request_hash("create:g1"), 1, 1)
-    assert await store.command("nope") is None
+    assert await store.command("g1", "c") == (b"r", 2, 3)
+    assert await store.command("g1", "create:g1") == (request_hash("create:g1"), 1, 1)
+    assert await store.command("g2", "c") is None
+    assert await store.command("g1", "nope") is None
 
     assert [g.game_id for g in await store.list_games()] == ["g1", "g2", "g3"]
     assert [g.game_id for g in await store.list_games(limit=2)] == ["g1", "g2"]
@@ -239,7 +240,7 @@ async def test_create_game_rows_and_catalogue(contract_store: Store) -> None:
             metadata={},
         )
     assert await store.stream_version("g1") == 3
-    assert await store.command("another-create") is None
+    assert await store.command("g1", "another-create") is None
 
 
 async def test_the_ledger_and_the_disputes_of_a_game(contract_store: Store) -> None:
@@ -366,7 +367,7 @@ async def test_a_retried_command_returns_the_first_result_and_appends_nothing(co
     for retry in (stale, fresh, cached):
         assert retry == again
     assert await store.stream_version("g1") == 4
-    assert await store.command("cmd") == ("g1", request_hash("x"), 2, 3)
+    assert await store.command("g1", "cmd") == (request_hash("x"), 2, 3)
     assert await store.ledger_last_version("g1") == 4
 
 
@@ -384,7 +385,7 @@ async def test_concurrent_retries_of_one_command_append_once(contract_store: Sto
     assert await store.stream_version("g1") == 2
 
 
-async def test_a_command_id_reused_for_another_request_or_game_is_refused(contract_store: Store) -> None:
+async def test_a_command_id_reused_for_another_request_is_refused(contract_store: Store) -> None:
     store = contract_store
     await new_game(store, "g1")
     await new_game(store, "g2")
@@ -393,27 +394,24 @@ async def test_a_command_id_reused_for_another_request_or_game_is_refused(contra
 
     with pytest.raises(CommandReused, match="another request"):
         await store.append("g1", 2, [played(2)], command_id="cmd", request_hash=b"two", metadata={})
-    with pytest.raises(CommandReused, match="for game 'g1'"):
-        await store.append("g2", 1, [played(2)], command_id="cmd", request_hash=b"one", metadata={})
-    # create_game with a used command id: the new game's rows are rolled back with everything else.
-    with pytest.raises(CommandReused):
-        await store.create_game(
-            "g3",
-            variant="classic",
-            players=["a"],
-            tournament_id="",
-            seed=b"s",
-            seat_token_hashes=[b"t"],
-            command_id="cmd",
-            request_hash=b"one",
-            events=[played(1)],
-            metadata={},
-        )
-    assert await store.game("g3") is None
-    assert await store.seed("g3") is None
-    assert await store.seat_for_token("g3", b"t") is None
-    assert await events_in(store, "g1", "g2", "g3") == events_before
-    assert await store.command("cmd") == ("g1", b"one", 2, 2)
+    with pytest.raises(CommandReused, match="another request"):
+        await store.append("g1", 1, [played(1)], command_id="cmd", request_hash=b"two", metadata={})
+    assert await events_in(store, "g1", "g2") == events_before
+    assert await store.command("g1", "cmd") == (b"one", 2, 2)
+
+
+async def test_a_command_id_names_one_command_of_each_game(contract_store: Store) -> None:
+    """The ledger is per game (its key carries game_id, like every key of the store): the same id in
+    another game is another command, appended there and recorded there."""
+    store = contract_store
+    await new_game(store, "g1")
+    await new_game(store, "g2")
+    first = await store.append("g1", 1, [played(1)], command_id="cmd", request_hash=b"one", metadata={})
+    other = await store.append("g2", 1, [played(2)], command_id="cmd", request_hash=b"two", metadata={})
+    assert not first.duplicate and not other.duplicate
+    assert await store.command("g1", "cmd") == (b"one", 2, 2)
+    assert await store.command("g2", "cmd") == (b"two", 2, 2)
+    assert [e.payload["n"] for e in await store.read_stream("g2", after_version=1)] == [2]
 
 
 async def test_a_retried_create_game_is_a_duplicate(contract_store: Store) -> None:
@@ -426,27 +424,32 @@ async def test_a_retried_create_game_is_a_duplicate(contract_store: Store) -> No
     assert await store.stream_version("g1") == 1
 
 
-async def test_a_creation_retried_under_a_new_game_id_is_told_which_game_it_created(
-    contract_store: Store,
-) -> None:
-    """The command handler draws a new game id for every creation: the command id alone recognises it."""
+async def test_a_creation_with_a_used_game_id_writes_nothing(contract_store: Store) -> None:
+    """A taken game id: the same command with another request is :class:`CommandReused`, another
+    command is :class:`GameExists`; either way no catalogue row, seed, seat or event is written."""
     store = contract_store
     await new_game(store, "g1")
-    with pytest.raises(CommandReused, match="for game 'g1'"):
-        await store.create_game(
-            "g2",
-            variant="classic",
-            players=PLAYERS,
-            tournament_id="",
-            seed=b"s",
-            seat_token_hashes=[token_hash("g2", seat) for seat in range(len(PLAYERS))],
-            command_id="create:g1",
-            request_hash=request_hash("create:g1"),
-            events=[played(1)],
-            metadata={},
-        )
-    assert await store.command("create:g1") == ("g1", request_hash("create:g1"), 1, 1)
-    assert [g.game_id for g in await store.list_games()] == ["g1"]
+    events_before = await events_in(store, "g1")
+    for command_id, refused in (("create:g1", CommandReused), ("create:other", GameExists)):
+        with pytest.raises(refused):
+            await store.create_game(
+                "g1",
+                variant="attack",
+                players=["x", "y"],
+                tournament_id="elsewhere",
+                seed=b"another seed",
+                seat_token_hashes=[b"t0", b"t1"],
+                command_id=command_id,
+                request_hash=request_hash("another request"),
+                events=[played(1)],
+                metadata={},
+            )
+    game = await store.game("g1")
+    assert game is not None and (game.variant, game.tournament_id) == ("classic", "")
+    assert await store.seed("g1") == b"seed:g1"
+    assert await store.seat_for_token("g1", b"t0") is None
+    assert await events_in(store, "g1") == events_before
+    assert await store.command("g1", "create:other") is None
 
 
 # --- the global order and wake-ups ---------------------------------------------------------------------

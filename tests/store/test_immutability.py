@@ -24,7 +24,7 @@ async def test_update_delete_truncate_are_rejected_by_the_trigger_even_for_the_s
         assert row is not None
         if database_url_is_local(database_url):
             assert row[0], "the local test server's login user is a superuser"
-        for table in ("events", "commands", "command_ids"):
+        for table in ("events", "commands"):
             rows = await count(database_url, f"SELECT count(*) FROM {table}")
             for change in CHANGES:
                 with pytest.raises(psycopg.errors.RestrictViolation, match=f"{table} is append-only"):
@@ -36,7 +36,7 @@ async def test_the_service_role_lacks_the_privilege(store: EventStore, database_
     await new_game(store, "g1")
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
         await conn.execute(f"SET ROLE {APP_ROLE}")
-        for table in ("events", "commands", "command_ids", "games", "seats", "game_secrets"):
+        for table in ("events", "commands", "games", "seats", "game_secrets"):
             for change in CHANGES:
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     await conn.execute(change.format(table=table))

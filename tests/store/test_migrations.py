@@ -90,12 +90,13 @@ async def test_a_database_from_before_0003_keeps_its_commands_and_streams(databa
         assert await store.migrate() == [m.name for m in migrations() if m.name >= "0003"]
         again = await store.append("old", 1, [played(1)], command_id="c1", request_hash=b"r", metadata={})
         assert again.duplicate and (again.first_version, again.last_version) == (2, 2)
-        with pytest.raises(CommandReused, match="for game 'old'"):
-            await store.append("other", 0, [played(1)], command_id="c1", request_hash=b"r", metadata={})
-        assert await store.command("create:old") == ("old", b"c", 1, 1)
+        with pytest.raises(CommandReused, match="another request"):
+            await store.append("old", 2, [played(1)], command_id="c1", request_hash=b"x", metadata={})
+        assert await store.command("old", "create:old") == (b"c", 1, 1)
         await store.append("old", 2, [played(2)], command_id="c2", request_hash=b"r", metadata={})
         assert_valid_stream(await store.read_stream("old"))
-    assert await count(database_url, "SELECT count(*) FROM command_ids") == 3
+    assert await count(database_url, "SELECT count(*) FROM commands WHERE game_id = 'old'") == 3
+    assert await count(database_url, "SELECT to_regclass('command_ids') IS NULL") == 1
 
 
 async def store_old_game(url: str) -> None:
