@@ -1,7 +1,8 @@
 """The PostgreSQL store: the stream store and the game catalogue over one pool, joined in one unit of work.
 
-:class:`EventStore` is the facade the service uses: it opens the pool (connections as the restricted
-role ``uno_audit_app``), runs the migrations, and is both halves of the abstract
+:class:`EventStore` is the facade the service uses: it opens the pool (connections as the login of its
+URL: for the service, the restricted ``uno_audit_service``, see :mod:`service.store.migrate`), runs the
+migrations, and is both halves of the abstract
 :class:`~service.store.Store` at once — :class:`~service.store.streams.PostgresStreams` (append, ledger,
 reads, wake-ups) and :class:`~service.store.games.PostgresGames` (games, seats, seeds, disputes) share
 its pool — plus :meth:`EventStore.create_game`, the one operation that writes both: a game's catalogue
@@ -18,7 +19,6 @@ from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Self
 
-import structlog
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
@@ -26,14 +26,10 @@ from .errors import GameExists
 from .games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
 from .global_order import Connection
 from .interface import Store
+from .migrate import APP_ROLE as APP_ROLE
 from .migrate import apply_migrations
 from .model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create
 from .streams import PostgresStreams, maybe_earlier_result, write_params, write_statement
-
-APP_ROLE = "uno_audit_app"
-"""The role the service's pooled connections take: SELECT and INSERT only."""
-
-_log = structlog.get_logger(__name__)
 
 _CREATE_GAME = "WITH " + CATALOGUE_ROWS + "," + write_statement("game AS source")
 
@@ -56,14 +52,15 @@ class EventStore(PostgresStreams, PostgresGames, Store):
 
         Waiting makes a wrong URL or an unreachable server fail here, at start-up, rather than at the
         first command. Pooled connections are in autocommit mode (reads need no transaction; writes open
-        their own) and take the role ``uno_audit_app`` when the login user may.
+        their own) and act with the login's own privileges: the store takes no role with ``SET ROLE``,
+        which that login could undo with ``RESET ROLE``; restricting the service is its login's business
+        (``uno-audit serve`` refuses one that could change the events).
         """
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             dsn,
             min_size=min_size,
             max_size=max_size,
             kwargs={"autocommit": True},
-            configure=_configure,
             open=False,
             name="uno-audit-store",
         )
@@ -79,8 +76,8 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         await self._pool.close()
 
     def connection(self) -> AbstractAsyncContextManager[Connection]:
-        """A connection of the store's pool (as ``uno_audit_app``), for readers of other tables of the
-        same database, such as the read models; ``async with store.connection() as conn: ...``."""
+        """A connection of the store's pool (as its login), for readers of other tables of the same
+        database, such as the read models; ``async with store.connection() as conn: ...``."""
         return self._pool.connection()
 
     async def __aenter__(self) -> Self:
@@ -94,13 +91,11 @@ class EventStore(PostgresStreams, PostgresGames, Store):
     async def migrate(self) -> list[str]:
         """Apply the pending migrations (see :mod:`service.store.migrate`); return their names.
 
-        Runs on a connection of its own as the login user. Afterwards the pool is drained: connections
-        opened before the first migration created the role ``uno_audit_app`` could not take it, and their
-        replacements will.
+        Runs on a connection of its own as the login user: the owner applies what is pending; the
+        service's restricted login only finds that nothing is, or raises
+        :class:`~service.store.migrate.SchemaNotCurrent`.
         """
-        applied = await apply_migrations(self._dsn)
-        await self._pool.drain()
-        return applied
+        return await apply_migrations(self._dsn)
 
     async def create_game(
         self,
@@ -151,28 +146,3 @@ class EventStore(PostgresStreams, PostgresGames, Store):
                     raise GameExists(game_id) from None
                 raise
         return batch.result(returned)
-
-
-async def _configure(conn: Connection) -> None:
-    """Make a new pooled connection act as ``uno_audit_app`` when the login user may take that role.
-
-    Then even a bug in the service cannot UPDATE or DELETE events: the role lacks the privilege, before
-    the triggers are even asked. Before the first migration the role does not exist yet; such
-    connections stay as they are until :meth:`EventStore.migrate` drains the pool.
-    """
-    option = "SET" if conn.info.server_version >= 160000 else "MEMBER"  # PostgreSQL 16 split SET off
-    cursor = await conn.execute(
-        "SELECT to_regrole(%s) IS NOT NULL, coalesce(pg_has_role(current_user, to_regrole(%s), %s), false)",
-        (APP_ROLE, APP_ROLE, option),
-    )
-    row = await cursor.fetchone()
-    exists, allowed = (False, False) if row is None else (bool(row[0]), bool(row[1]))
-    if allowed:
-        await conn.execute(f"SET ROLE {APP_ROLE}")
-    elif exists:
-        _log.warning(
-            "store.role_not_taken",
-            role=APP_ROLE,
-            user=conn.info.user,
-            hint=f"GRANT {APP_ROLE} TO the login user to keep the service from changing events",
-        )
