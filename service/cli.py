@@ -19,16 +19,31 @@
   ``uno-game-record/1`` text on standard output, byte for byte (``> game.jsonl``).
 * ``uno-audit import FILE [--tournament T] [--json] [--database-url DSN]``: store a table game's record
   as an imported game; prints its id, the seat tokens (shown once) and the verdict at import.
-* ``uno-audit serve [--listen HOST:PORT] [--database-url DSN] [--data-dir DIR] [--admin-token T]``: the
-  gRPC game service; without a database URL (flag or ``DATABASE_URL``) it starts an embedded PostgreSQL.
+* ``uno-audit serve [--listen HOST:PORT] [--database-url DSN] [--migrate-url DSN] [--data-dir DIR]
+  [--admin-token-file PATH] [--service-password-file PATH]``: the gRPC game service, logged in as its
+  own restricted role (the URL's login; see "Credentials" below); without a database URL (flag or
+  ``DATABASE_URL``) it starts an embedded PostgreSQL, migrates it and logs in as ``uno_audit_service``.
+* ``uno-audit migrate [--database-url OWNER_DSN] [--service-password-file PATH]``: the store's and the
+  read models' migrations, as the owner, and the service's login ``uno_audit_service``.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
   games as gRPC clients of a running server.
 * ``uno-audit project [--database-url DSN]``: the projector alone, keeping the read models current.
-* ``uno-audit rebuild [--view NAME] [--database-url DSN]``: rebuild read models from zero and swap them in.
+* ``uno-audit rebuild [--view NAME] [--database-url OWNER_DSN]``: rebuild read models from zero and swap
+  them in (it creates tables: the owner's login).
 
 The commands on stored games talk to the database directly (``--database-url``, default
 ``$DATABASE_URL``; without one, the embedded database ``serve`` keeps in ``--data-dir``), migrating it
 first, through :class:`service.audit.auditor.Auditor` (:mod:`service.cli_audit`).
+
+Credentials. The service logs in as a role that may only read and append the log and write the read
+models (:mod:`service.store.migrate` describes the roles); ``serve`` refuses a login that could change
+the events (one line, exit 2), and one whose schema is not current unless ``--migrate-url`` (or
+``$UNO_AUDIT_MIGRATE_URL``) gives the owner's URL to migrate with first. The admin token comes from
+``--admin-token-file`` or ``$UNO_AUDIT_ADMIN_TOKEN``, never from the command line (which ``ps`` shows);
+an empty one, or one shorter than 16 characters, is refused; without one the admin actions are disabled,
+with a warning. The service login's password, when ``migrate`` or ``serve --migrate-url`` sets it, comes
+from ``--service-password-file`` or ``$UNO_AUDIT_SERVICE_PASSWORD`` and is sent to PostgreSQL only as a
+SCRAM verifier.
 
 Bad input (an unknown variant, option, card or game, a malformed record line, a request the auditor
 refuses) gets a one-line message on standard error naming what and where, and exit status 2 — never a
@@ -56,9 +71,19 @@ from service.audit.verify import verify_record
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from service.play.simulate import InvariantError, play_game
 from service.rules.options import OptionError, Variant
+from service.store.migrate import SERVICE_LOGIN
 
 MAX_ID = 128  # the longest game or tournament id the service takes
 MAX_SEAT = 9  # ten players at most
+ADMIN_TOKEN_ENV = "UNO_AUDIT_ADMIN_TOKEN"
+MIN_ADMIN_TOKEN = 16  # characters: `openssl rand -hex 16` gives 32
+SERVICE_PASSWORD_ENV = "UNO_AUDIT_SERVICE_PASSWORD"
+MIGRATE_URL_ENV = "UNO_AUDIT_MIGRATE_URL"
+
+
+class _Refused(Exception):
+    """A credential or a database ``serve`` or ``migrate`` will not work with: a one-line message for
+    standard error, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -144,22 +169,40 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--database-url",
         default=os.environ.get("DATABASE_URL"),
-        help="PostgreSQL URL (default: $DATABASE_URL; without one an embedded PostgreSQL runs in --data-dir)",
+        metavar="DSN",
+        help="the service's own login (default: $DATABASE_URL; without one an embedded PostgreSQL runs in "
+        "--data-dir)",
+    )
+    serve.add_argument(
+        "--migrate-url",
+        default=os.environ.get(MIGRATE_URL_ENV),
+        metavar="OWNER_DSN",
+        help=f"migrate with this owner's login first (default: ${MIGRATE_URL_ENV})",
     )
     serve.add_argument(
         "--data-dir", type=Path, default=Path("uno-audit-data"), help="embedded database folder"
     )
     serve.add_argument(
-        "--admin-token",
-        default=os.environ.get("UNO_AUDIT_ADMIN_TOKEN"),
-        help="the adjudicator's token (default: $UNO_AUDIT_ADMIN_TOKEN; none: no admin)",
+        "--admin-token-file",
+        type=Path,
+        metavar="PATH",
+        help=f"a file holding the adjudicator's token (default: ${ADMIN_TOKEN_ENV}; none: no admin)",
     )
-
+    # Refused with a message of its own: argparse would otherwise take it for an abbreviation of
+    # --admin-token-file, or echo the token in its "unrecognized arguments" error.
+    serve.add_argument("--admin-token", help=argparse.SUPPRESS)
+    _service_password_option(serve)
     serve.add_argument(
         "--no-projector",
         action="store_true",
         help="do not run the projector (run `uno-audit project` instead)",
     )
+
+    migrate = commands.add_parser(
+        "migrate", help="migrate the database as its owner and make the service's restricted login"
+    )
+    _database_option(migrate)
+    _service_password_option(migrate)
 
     for name, text in (
         ("project", "keep the read models current (the projector)"),
@@ -238,6 +281,16 @@ def _database_option(sub: argparse.ArgumentParser) -> None:
     )
 
 
+def _service_password_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--service-password-file",
+        type=Path,
+        metavar="PATH",
+        help=f"set the password of the login {SERVICE_LOGIN} from this file (default: "
+        f"${SERVICE_PASSWORD_ENV}; none: leave it as it is)",
+    )
+
+
 def _stored_games_database(sub: argparse.ArgumentParser) -> None:
     """The options of the commands on stored games: a server's URL, else the embedded database that
     ``serve`` keeps in its data folder (shared with a running ``serve``)."""
@@ -268,6 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _project(args)
     if args.command == "rebuild":
         return _rebuild(args)
+    if args.command == "migrate":
+        return _migrate(args)
     if args.command == "adjudicate":
         return cli_audit.adjudicate(args)
     if args.command == "export":
@@ -303,13 +358,29 @@ def _project(args: argparse.Namespace) -> int:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    from projections.rebuild import RebuildBusy, rebuild
+    import psycopg
+
+    from projections.migrate import grant_read_models
+    from projections.rebuild import RebuildBusy, RebuildReport, rebuild
+
+    async def run() -> RebuildReport:
+        report = await rebuild(args.database_url, args.view)
+        # The swapped-in tables carry only what the rebuild granted; the projector's writes are restored
+        # here (until then a running projector retries).
+        await grant_read_models(args.database_url)
+        return report
 
     try:
-        report = asyncio.run(rebuild(args.database_url, args.view))
+        report = asyncio.run(run())
     except RebuildBusy as busy:
         print(f"uno-audit rebuild: {busy}", file=sys.stderr)
         return EXIT_INVALID
+    except psycopg.errors.InsufficientPrivilege as error:
+        print(
+            f"uno-audit rebuild: {_one_line(error)}: a rebuild creates tables, give the owner's URL",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     print(
         json.dumps(
             {
@@ -324,27 +395,167 @@ def _rebuild(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _secret(kind: str, path: Path | None, env: str) -> str | None:
+    """The secret in the file at ``path`` if given, else in the environment variable ``env``; ``None``
+    when neither is set. Surrounding whitespace (a file's last newline) is not part of it; an empty one is
+    :class:`_Refused`. Messages name where the secret was looked for, never the secret."""
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise _Refused(f"cannot read the {kind} file {path}: {reason}") from None
+        where = str(path)
+    else:
+        found = os.environ.get(env)
+        if found is None:
+            return None
+        text, where = found, f"${env}"
+    secret = text.strip()
+    if not secret:
+        raise _Refused(f"the {kind} in {where} is empty")
+    return secret
+
+
+def _admin_token(args: argparse.Namespace) -> str | None:
+    """The adjudicator's token, or ``None`` for none; :class:`_Refused` if given but unfit."""
+    if args.admin_token is not None:
+        raise _Refused(
+            f"--admin-token is not accepted (every user of the machine sees it in `ps`): put the token in "
+            f"${ADMIN_TOKEN_ENV} or in a file named by --admin-token-file"
+        )
+    token = _secret("admin token", args.admin_token_file, ADMIN_TOKEN_ENV)
+    if token is None:
+        return None
+    where = args.admin_token_file or f"${ADMIN_TOKEN_ENV}"
+    if len(token) < MIN_ADMIN_TOKEN:
+        raise _Refused(
+            f"the admin token in {where} is shorter than {MIN_ADMIN_TOKEN} characters "
+            "(make one with `openssl rand -hex 32`)"
+        )
+    if not (token.isascii() and token.isprintable()):
+        raise _Refused(f"the admin token in {where} must be printable ASCII (it travels in a gRPC header)")
+    return token
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from service.store import StoreError
+
+    try:
+        password = _secret("service password", args.service_password_file, SERVICE_PASSWORD_ENV)
+        applied = asyncio.run(_migrate_database(args.database_url, password))
+    except _Refused as refused:
+        print(f"uno-audit migrate: {refused}", file=sys.stderr)
+        return EXIT_USAGE
+    except (psycopg.Error, StoreError) as error:
+        print(f"uno-audit migrate: {_one_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps({"applied": applied, "login": SERVICE_LOGIN, "password_set": password is not None}))
+    return EXIT_OK
+
+
+async def _migrate_database(owner_url: str, password: str | None) -> list[str]:
+    """Apply the store's and the read models' migrations as the owner, and make the service's login;
+    return the names of the migrations applied."""
+    from projections.migrate import apply_migrations as migrate_projections
+    from service.store.migrate import apply_migrations as migrate_store
+    from service.store.migrate import ensure_service_login
+
+    applied = await migrate_store(owner_url)
+    applied += await migrate_projections(owner_url)
+    await ensure_service_login(owner_url, password)
+    return applied
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from service.api.server import serve  # the service's dependencies load only for serve
+    import psycopg
+    import structlog
+    from psycopg.conninfo import make_conninfo
+
+    from service.api.server import configure_logging
+    from service.embedded import embedded_database
+    from service.store import StoreError
 
     host, _, port = args.listen.rpartition(":")
     if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         print(f"uno-audit serve: --listen must be HOST:PORT, not {args.listen!r}", file=sys.stderr)
         return EXIT_USAGE
+    embedded = None
     try:
-        asyncio.run(
-            serve(
-                listen=args.listen,
-                database_url=args.database_url,
-                data_dir=args.data_dir,
-                admin_token=args.admin_token,
-                projector=not args.no_projector,
+        token = _admin_token(args)
+        password = _secret("service password", args.service_password_file, SERVICE_PASSWORD_ENV)
+        if args.migrate_url is not None and args.database_url is None:
+            raise _Refused("--migrate-url goes with --database-url, the service's own login")
+        configure_logging()
+        log = structlog.get_logger("uno_audit.server")
+        if token is None:
+            log.warning(
+                "admin actions are disabled: no admin token",
+                hint=f"set ${ADMIN_TOKEN_ENV} or --admin-token-file to enable the adjudicator",
             )
-        )
+        service_url, migrate_url = args.database_url, args.migrate_url
+        if service_url is None:
+            # The quick start: the embedded server's superuser migrates, the service logs in as its own
+            # role over the same socket (the embedded server trusts local connections).
+            migrate_url, embedded = embedded_database(args.data_dir)
+            log.info("embedded database started", data_dir=str(args.data_dir))
+            service_url = make_conninfo(migrate_url, user=SERVICE_LOGIN)
+        asyncio.run(_run_service(args, service_url, migrate_url, password, token))
+    except (_Refused, StoreError) as refused:
+        print(f"uno-audit serve: {refused}", file=sys.stderr)
+        return EXIT_USAGE
+    except psycopg.Error as error:
+        print(f"uno-audit serve: database: {_one_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as error:
         print(f"uno-audit serve: {error}", file=sys.stderr)
         return EXIT_INVALID
+    finally:
+        if embedded is not None:
+            embedded.cleanup()
     return EXIT_OK
+
+
+async def _run_service(
+    args: argparse.Namespace,
+    service_url: str,
+    migrate_url: str | None,
+    password: str | None,
+    token: str | None,
+) -> None:
+    """Migrate with ``migrate_url`` if given; refuse a login that is not restricted, or a schema that is
+    not current; then serve as ``service_url``'s login until SIGTERM or SIGINT."""
+    import psycopg
+
+    from projections.migrate import PROJECTIONS
+    from service.api.server import serve
+    from service.store.migrate import STORE, SchemaNotCurrent, check_service_login, pending_migrations
+
+    if migrate_url is not None:
+        await _migrate_database(migrate_url, password)
+    async with await psycopg.AsyncConnection.connect(
+        service_url, autocommit=True, connect_timeout=10
+    ) as conn:
+        await check_service_login(conn)
+        pending = [name for ledger in (STORE, PROJECTIONS) for name in await pending_migrations(conn, ledger)]
+    if pending:
+        raise SchemaNotCurrent(
+            f"the database's schema is not current ({', '.join(pending)} pending): run `uno-audit migrate "
+            "--database-url OWNER_URL`, or give serve the owner's URL as --migrate-url"
+        )
+    await serve(
+        listen=args.listen,
+        database_url=service_url,
+        data_dir=args.data_dir,
+        admin_token=token,
+        projector=not args.no_projector,
+    )
 
 
 def _bots(args: argparse.Namespace) -> int:
