@@ -3,6 +3,8 @@
 * :mod:`projections.views` — each read model as a pure fold (initial value + ``evolve``) and its rows;
 * :mod:`projections.projector` — the checkpointed projector (exactly once, several processes safe, lag);
 * :mod:`projections.rebuild` — rebuild from zero into fresh tables and swap them in atomically;
+* :mod:`projections.quarantine` — games that cannot be folded, set aside and reported while the rest
+  projects;
 * :mod:`projections.queries` — reads that can wait for a client's own write;
 * :mod:`projections.check` — one game's views against a fold of its events through the rules engine;
 * :mod:`projections.migrate` — the projection tables' migrations (this package owns them).
@@ -13,6 +15,7 @@ See ``docs/DESIGN.md`` ("Projections").
 from .check import check_game
 from .migrate import apply_migrations, migrate
 from .projector import DEFAULT_SET, Lag, Projector, read_lag, run_projector
+from .quarantine import ProjectionHealth, Quarantined, read_health
 from .queries import ProjectionLag, hand, scores, standings
 from .rebuild import RebuildBusy, RebuildReport, rebuild
 from .source import ProjectionError
@@ -23,14 +26,17 @@ __all__ = [
     "VIEW_NAMES",
     "Lag",
     "ProjectionError",
+    "ProjectionHealth",
     "ProjectionLag",
     "Projector",
+    "Quarantined",
     "RebuildBusy",
     "RebuildReport",
     "apply_migrations",
     "check_game",
     "hand",
     "migrate",
+    "read_health",
     "read_lag",
     "rebuild",
     "run_projector",

@@ -160,14 +160,33 @@ class Folder:
         """How many games the staged batch touched."""
         return len(self._pending)
 
-    def changes(self) -> Changes:
-        """The rows the staged batch changes (only those of this folder's views)."""
+    def pending_games(self) -> list[str]:
+        """The games the staged batch touched, in the order it first touched them."""
+        return list(self._pending)
+
+    def pending_from(self, game_id: str) -> int:
+        """The first version of ``game_id`` the staged batch holds (what the tables lack without it)."""
+        before = self._before.get(game_id)
+        return before.version + 1 if before is not None else 1
+
+    def drop(self, game_id: str) -> None:
+        """Forget ``game_id`` altogether: its staged events (the batch will not write them) and its
+        committed view (a quarantined game is not folded any further)."""
+        self._pending.pop(game_id, None)
+        self._before.pop(game_id, None)
+        self._committed.pop(game_id, None)
+
+    def changes(self, games: Iterable[str] | None = None) -> Changes:
+        """The rows the staged batch changes (only those of this folder's views), or only the rows of
+        ``games`` (a batch written one game at a time: the sums of the parts are the whole's)."""
         out = Changes()
         wanted = self.views
         want_hands, want_tables = "hands" in wanted, "tables" in wanted
         want_rounds, want_matches = "round_scores" in wanted, "match_scores" in wanted
         want_standings, want_stats = "standings" in wanted, "player_stats" in wanted
-        for game_id, slot in self._pending.items():
+        pending = self._pending
+        slots = pending.items() if games is None else ((g, pending[g]) for g in games if g in pending)
+        for game_id, slot in slots:
             after = _materialise(slot)
             before = self._before.get(game_id)
             if before is after:

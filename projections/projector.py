@@ -7,10 +7,16 @@ One batch is one transaction on the projector's own connection:
 3. read up to ``batch_size`` events after it through the store's gap-free reader
    (:data:`projections.source.READER`);
 4. fold them in memory (:class:`~projections.fold.Folder`), re-folding from its stream any game whose
-   view is missing or stale;
-5. write the changed rows and move the checkpoint (guarded: ``WHERE`` it is still where step 2 read it;
-   :mod:`service.store.checkpoints`);
+   view is missing or stale, and skipping the events of quarantined games;
+5. write the changed rows, record the games newly quarantined and move the checkpoint (guarded:
+   ``WHERE`` it is still where step 2 read it; :mod:`service.store.checkpoints`);
 6. commit — then, and only then, the folded views are kept in memory.
+
+**One game cannot stop the others.** A game whose events cannot be folded or whose rows the database
+refuses is quarantined in step 5 (:mod:`projections.quarantine`): its views stay folded up to the event
+before, its later events are skipped, the batch's other games are applied. A failure tied to no game
+makes :meth:`Projector.run` retry with a growing pause and record that it is failing; both show in
+:func:`~projections.quarantine.read_health`.
 
 **Exactly once.** Rows and checkpoint commit together or not at all, so a crash anywhere (between
 batches, in the middle of writing, during the commit) leaves the tables exactly at the checkpoint, and
@@ -67,6 +73,7 @@ from service.store.checkpoints import Lag as Lag
 
 from .fold import Folder
 from .migrate import apply_migrations
+from .quarantine import Cause, Quarantined, describe, held_games, quarantine, record_failure
 from .source import (
     READER,
     Connection,
@@ -79,7 +86,7 @@ from .source import (
     read_prefixes,
 )
 from .views import VIEW_NAMES, GameView, evolve, initial
-from .writer import Hook, write
+from .writer import Hook, write_batch
 
 _log = structlog.get_logger(__name__)
 
@@ -103,12 +110,28 @@ async def lock_set(conn: Connection, projection_set: str) -> None:
     await conn.execute(_LOCK, (LOCK_CLASS, projection_set))
 
 
-async def fold_batch(conn: Connection, folder: Folder, decoder: Decoder, rows: Sequence[EventRow]) -> None:
+async def fold_batch(
+    conn: Connection, folder: Folder, decoder: Decoder, rows: Sequence[EventRow], held: dict[str, int]
+) -> list[Quarantined]:
     """Stage ``rows`` in ``folder``, first re-folding (from the log, on ``conn``) every game whose view
-    in memory is missing or not at the version just before its first event in the batch."""
+    in memory is missing or not at the version just before its first event in the batch.
+
+    ``held`` maps quarantined games to the version from which their events are skipped. A game whose
+    events cannot be folded is quarantined: it stays staged up to the event before the one that failed,
+    its later events are skipped, and it is added to ``held`` and returned. Catching any exception of
+    the fold is deliberate: the fold is pure, so whatever it raises comes from that game's events.
+    """
+    found: list[Quarantined] = []
+
+    def hold(game_id: str, version: int, cause: Cause, reason: str) -> None:
+        held[game_id] = version
+        found.append(Quarantined(game_id, version, cause, reason))
+
     first: dict[str, int] = {}
     for row in rows:
-        first.setdefault(row[2], row[3])
+        game_id, version = row[2], row[3]
+        if game_id not in first and version < held.get(game_id, version + 1):
+            first[game_id] = version
     stale: dict[str, int] = {}
     for game_id, version in first.items():
         view = folder.view(game_id)
@@ -117,36 +140,92 @@ async def fold_batch(conn: Connection, folder: Folder, decoder: Decoder, rows: S
         if view is None or view.version != version - 1:
             stale[game_id] = version
     if stale:
-        await refold(conn, folder, decoder, stale)
+        failed = seed_prefixes(folder, decoder, stale, await read_prefixes(conn, stale))
+        for game_id, (cause, reason) in failed.items():
+            hold(game_id, stale[game_id], cause, reason)
     apply = folder.apply
     for row in rows:
-        if not apply(row[2], row[3], decoder(row[4], row[5]), row[6]):
-            raise ProjectionError(f"game {row[2]!r}: version {row[3]} does not follow the folded events")
+        game_id, version = row[2], row[3]
+        stop = held.get(game_id)
+        if stop is not None and version >= stop:
+            continue
+        try:
+            event = decoder(row[4], row[5])
+        except ProjectionError as error:
+            hold(game_id, version, Cause.DECODE, f"version {version}: {error}")
+            continue
+        try:
+            applied = apply(game_id, version, event, row[6])
+        except Exception as error:
+            hold(game_id, version, Cause.FOLD, f"version {version} ({row[4]}): {describe(error)}")
+            continue
+        if not applied:
+            view = folder.view(game_id)
+            missing = view.version + 1 if view is not None else 1
+            hold(game_id, missing, Cause.STREAM, f"version {version} came where version {missing} was due")
+    return found
 
 
-async def refold(conn: Connection, folder: Folder, decoder: Decoder, below: dict[str, int]) -> None:
-    """Fold each game of ``below`` from its stream up to (not including) the given version, and seed
-    the folder with it."""
-    seed_prefixes(folder, decoder, below, await read_prefixes(conn, below))
+async def project_batch(
+    conn: Connection,
+    folder: Folder,
+    decoder: Decoder,
+    rows: Sequence[EventRow],
+    views: Sequence[str],
+    held: dict[str, int],
+    *,
+    suffix: str = "",
+    hook: Hook | None = None,
+) -> tuple[int, list[Quarantined]]:
+    """Fold ``rows`` (:func:`fold_batch`) and write the changes to the tables ``view + suffix`` in the
+    caller's transaction; a game whose rows the database refuses is quarantined too, from its first
+    version in the batch (none of its rows of the batch is written). Returns the rows written and the
+    games quarantined (also added to ``held``)."""
+    found = await fold_batch(conn, folder, decoder, rows, held)
+    written, refused = await write_batch(conn, folder, views, suffix=suffix, hook=hook)
+    for game_id, error in refused.items():
+        version = folder.pending_from(game_id)
+        held[game_id] = version
+        found.append(Quarantined(game_id, version, Cause.WRITE, describe(error)))
+        folder.drop(game_id)
+    return written, found
 
 
-def seed_prefixes(folder: Folder, decoder: Decoder, below: dict[str, int], rows: Iterable[PrefixRow]) -> None:
-    """Seed ``folder`` with each game of ``below`` folded from ``rows`` (:func:`read_prefixes`)."""
+def seed_prefixes(
+    folder: Folder, decoder: Decoder, below: dict[str, int], rows: Iterable[PrefixRow]
+) -> dict[str, tuple[Cause, str]]:
+    """Seed ``folder`` with each game of ``below`` folded from ``rows`` (:func:`read_prefixes`); return
+    the games that could not be folded so (not seeded), with why."""
     views: dict[str, GameView] = {game_id: initial(game_id) for game_id in below}
+    failed: dict[str, tuple[Cause, str]] = {}
     engine = folder.engine
     for game_id, version, kind, payload, tournament in rows:
+        if game_id in failed:
+            continue
         view = views[game_id]
         if view.version != version - 1:
-            raise ProjectionError(f"game {game_id!r}: version {version} follows {view.version}")
-        views[game_id] = evolve(
-            view, decoder(kind, payload), version, tournament_id=tournament or "", engine=engine
-        )
+            failed[game_id] = (Cause.STREAM, f"re-folding: version {version} came after {view.version}")
+            continue
+        try:
+            event = decoder(kind, payload)
+        except ProjectionError as error:
+            failed[game_id] = (Cause.DECODE, f"re-folding version {version}: {error}")
+            continue
+        try:
+            views[game_id] = evolve(view, event, version, tournament_id=tournament or "", engine=engine)
+        except Exception as error:  # a pure fold: the game's events are the cause (see fold_batch)
+            failed[game_id] = (Cause.FOLD, f"re-folding version {version} ({kind}): {describe(error)}")
     for game_id, view in views.items():
+        if game_id in failed:
+            continue
         if view.version != below[game_id] - 1:
-            raise ProjectionError(
-                f"game {game_id!r}: found versions up to {view.version}, expected {below[game_id] - 1}"
+            failed[game_id] = (
+                Cause.STREAM,
+                f"re-folding: found versions up to {view.version}, expected {below[game_id] - 1}",
             )
+            continue
         folder.seed(view)
+    return failed
 
 
 class Projector:
@@ -233,12 +312,15 @@ class Projector:
                 after = await read_checkpoint(conn, self.projection_set)
                 await self._stage("locked")
                 rows = await READER.page(conn, after, self.batch_size)
+                held = await held_games(conn, self.projection_set, {row[2] for row in rows})
                 if not rows:
                     self.cursor = after
                     return 0
                 await self._stage("read")
-                await fold_batch(conn, folder, self.decoder, rows)
-                await write(conn, folder.changes(), self.views, hook=self.hook)
+                _, found = await project_batch(
+                    conn, folder, self.decoder, rows, self.views, held, hook=self.hook
+                )
+                await quarantine(conn, self.projection_set, found)
                 new = last_cursor(rows)
                 await move_checkpoint(conn, self.projection_set, after, new, len(rows))
                 await self._stage("checkpointed")
@@ -246,6 +328,14 @@ class Projector:
             folder.abort()
             raise
         folder.commit()
+        for game in found:
+            _log.warning(
+                "projector.quarantined",
+                projection_set=self.projection_set,
+                game_id=game.game_id,
+                version=game.version,
+                cause=game.cause.value,
+            )
         self.cursor = new
         self.applied += len(rows)
         return len(rows)
@@ -270,9 +360,11 @@ class Projector:
     async def run(self, stop: asyncio.Event | None = None, *, poll_interval: float = 0.5) -> None:
         """Catch up, then follow the log live until ``stop`` is set.
 
-        Wakes on ``NOTIFY uno_events`` or every ``poll_interval`` seconds. Database errors are logged
-        and retried with a growing pause (up to 30 s); the in-memory views are dropped then, since the
-        failed batch's outcome may be unknown.
+        Wakes on ``NOTIFY uno_events`` or every ``poll_interval`` seconds. A failure (games are
+        quarantined, so what is left is tied to no game: the database away, a bug) is logged, recorded
+        in the checkpoint row (:func:`~projections.quarantine.record_failure`, for the health service;
+        the next batch that commits clears it) and retried with a growing pause (up to 30 s); the
+        in-memory views are dropped then, since the failed batch's outcome may be unknown.
         """
         stop = stop or asyncio.Event()
         pause = 0.5
@@ -283,9 +375,16 @@ class Projector:
                         await self.catch_up()
                         pause = 0.5
                         await _wait_for_wakeup(wakeups, stop, poll_interval)
-            except (psycopg.Error, OSError, ProjectionError, CheckpointMoved) as error:
-                _log.error("projector.failed", projection_set=self.projection_set, error=str(error))
+            except Exception as error:
+                _log.error(
+                    "projector.failed",
+                    projection_set=self.projection_set,
+                    error=str(error),
+                    exc_info=not isinstance(error, psycopg.Error | OSError | CheckpointMoved),
+                )
                 self.folder.clear()
+                with contextlib.suppress(psycopg.Error, OSError):
+                    await record_failure(await self._connection(), self.projection_set, error)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), pause)
                 pause = min(pause * 2, 30.0)

@@ -31,6 +31,7 @@ from service.store import Cursor, EventStore
 
 from .projector import DEFAULT_SET, Lag, read_lag
 from .source import Connection
+from .writer import text_key
 
 Source: TypeAlias = "AsyncConnectionPool[Any] | EventStore"
 T = TypeVar("T")
@@ -130,7 +131,7 @@ SELECT coalesce(cp.xid, '0'::xid8)::text::bigint, coalesce(cp.position, 0),
                                                   s.uno_penalties_given, s.uno_penalties_taken,
                                                   s.challenges_won, s.challenges_lost)
                                  ORDER BY s.wins DESC, s.points DESC, s.player)
-                   FROM standings s WHERE s.tournament_id = %s), '[]')
+                   FROM standings s WHERE s.tournament_key = %s), '[]')
   FROM (SELECT) AS one LEFT JOIN projection_checkpoints cp ON cp.projection_set = %s
 """
 _HAND = """
@@ -207,7 +208,7 @@ async def standings(
     """
 
     async def read(conn: Connection) -> tuple[bool, object, Standings]:
-        cursor = await conn.execute(_STANDINGS, (tournament_id, projection_set), prepare=True)
+        cursor = await conn.execute(_STANDINGS, (text_key(tournament_id), projection_set), prepare=True)
         row = await cursor.fetchone()
         assert row is not None
         at = Cursor(int(row[0]), int(row[1]))

@@ -22,6 +22,15 @@
    it into the fresh tables, then ``DROP`` each live table and ``RENAME`` its fresh one (indexes too) in
    its place, and commit. Readers blocked on the old table during the swap continue on the new one.
 
+**Games it cannot fold** are quarantined as the live projector quarantines them
+(:mod:`projections.quarantine`): left out from the event that failed (or, for rows the database
+refuses, from the first event since the last flush), while every other game is rebuilt; each bulk
+worker reports its own, and the report lists them all. A rebuild of *all* views starts with an empty
+quarantine — every game is folded again from its first event, which is how a quarantine is lifted — and
+its swap replaces the set's quarantine with the games it met, in the same transaction as the tables and
+the checkpoint. A rebuild of *some* views leaves out what the live quarantine leaves out (its tables
+must match the other views') and adds the games it met itself.
+
 **Coordination with the live projector.** A projection set has one checkpoint for all its views, so
 the fresh tables must reach the swap at exactly the live checkpoint. A rebuild of *some* views
 therefore never reads past the live checkpoint (its bulk read is bounded by the checkpoint at its
@@ -43,7 +52,7 @@ import gc
 import multiprocessing
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +66,8 @@ from service.store.global_order import last_readable
 
 from .fold import Folder
 from .migrate import apply_migrations
-from .projector import DEFAULT_SET, fold_batch, lock_set, seed_prefixes
+from .projector import DEFAULT_SET, lock_set, project_batch, seed_prefixes
+from .quarantine import Cause, Quarantined, describe, quarantine, read_quarantine, replace_quarantine
 from .source import (
     MISSING,
     READ_PREFIXES,
@@ -72,7 +82,7 @@ from .source import (
     last_cursor,
 )
 from .views import VIEW_NAMES
-from .writer import Hook, write, write_sync
+from .writer import Hook, write_batch_sync
 
 SUFFIX = "__rebuild"
 """The fresh tables' names: ``hands__rebuild`` and so on."""
@@ -98,19 +108,46 @@ class RebuildReport:
     cursor: Cursor = field(default_factory=Cursor)
     moved_checkpoint: bool = False
     phases: dict[str, float] = field(default_factory=dict)
+    quarantined: list[Quarantined] = field(default_factory=list)
+    """The games the rebuilt views leave out, by game id (see the module docstring)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``uno-audit rebuild`` prints."""
+        return {
+            "views": list(self.views),
+            "events": self.events,
+            "rows": self.rows,
+            "cursor": {"xid": self.cursor.xid, "position": self.cursor.position},
+            "moved_checkpoint": self.moved_checkpoint,
+            "quarantined": [game.as_dict() for game in self.quarantined],
+            "seconds": {phase: round(took, 3) for phase, took in self.phases.items()},
+        }
 
 
 class _Progress:
-    """Where the fold of the fresh tables stands: cursor, events folded, rows written."""
+    """Where the fold of the fresh tables stands: cursor, events folded, rows written, games held."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: dict[str, Quarantined]) -> None:
         self.cursor = Cursor()
         self.events = 0
         self.rows = 0
+        self.found: dict[str, Quarantined] = {}
+        self.held: dict[str, Quarantined] = dict(held)
 
     def advance(self, rows: Sequence[EventRow]) -> None:
         self.cursor = last_cursor(rows)
         self.events += len(rows)
+
+    def hold(self, games: Iterable[Quarantined]) -> None:
+        """Leave ``games`` out from their versions on (a game held twice: from the earlier one)."""
+        for game in games:
+            known = self.held.get(game.game_id)
+            if known is None or game.version < known.version:
+                self.held[game.game_id] = self.found[game.game_id] = game
+
+    def versions(self) -> dict[str, int]:
+        """Each held game with the version from which its events are left out."""
+        return {game_id: game.version for game_id, game in self.held.items()}
 
 
 async def rebuild(
@@ -165,16 +202,22 @@ async def rebuild(
 
         folder = Folder(views, cache_size=1_000_000)
         decoder = Decoder()
-        progress = _Progress()
+        progress = _Progress({} if full else await read_quarantine(control, projection_set))
         # The bulk phase reads a fixed set: everything up to the last event below the horizon (a full
         # rebuild) or up to the live checkpoint (some views), so that every worker reads the same log.
         bound = await last_readable(control) if full else await read_checkpoint(control, projection_set)
         if bound is not None and bound.position:
+            held = progress.versions()
             if workers == 1:
-                events, written = await asyncio.to_thread(_bulk, database_url, views, bound, flush_every)
+                events, written, found = await asyncio.to_thread(
+                    _bulk, database_url, views, bound, flush_every, held
+                )
             else:
-                events, written = await _bulk_in_processes(database_url, views, bound, flush_every, workers)
+                events, written, found = await _bulk_in_processes(
+                    database_url, views, bound, flush_every, workers, held
+                )
             progress.cursor, progress.events, progress.rows = bound, events, written
+            progress.hold(found)
         if hook is not None:
             await hook("bulk done")
         phase("bulk")
@@ -208,11 +251,16 @@ async def rebuild(
                     writer, projection_set, live, progress.cursor, progress.events, from_zero=True
                 )
                 report.moved_checkpoint = True
+            if full:
+                await replace_quarantine(writer, projection_set, progress.found.values())
+            else:
+                await quarantine(writer, projection_set, progress.found.values())
             await _swap(writer, views)
         phase("swap")
         report.events = progress.events if full else await applied_count(control, projection_set)
         report.rows = progress.rows
         report.cursor = progress.cursor if full else live
+        report.quarantined = sorted(progress.held.values(), key=lambda game: game.game_id)
         await control.execute(
             "SELECT pg_advisory_unlock(%s, hashtext(%s))", (REBUILD_LOCK_CLASS, projection_set)
         )
@@ -246,21 +294,30 @@ async def _apply(
     progress: _Progress,
 ) -> None:
     """Fold ``rows`` and write the changes to the fresh tables (in the caller's transaction)."""
-    await fold_batch(conn, folder, decoder, rows)
-    progress.rows += await write(conn, folder.changes(), views, suffix=SUFFIX)
+    written, found = await project_batch(
+        conn, folder, decoder, rows, views, progress.versions(), suffix=SUFFIX
+    )
+    progress.rows += written
+    progress.hold(found)
     progress.advance(rows)
 
 
 def _bulk(
-    dsn: str, views: Sequence[str], bound: Cursor, flush_every: int, partition: tuple[int, int] | None = None
-) -> tuple[int, int]:
+    dsn: str,
+    views: Sequence[str],
+    bound: Cursor,
+    flush_every: int,
+    held: dict[str, int],
+    partition: tuple[int, int] | None = None,
+) -> tuple[int, int, list[Quarantined]]:
     """Stream the log up to ``bound`` (only the games of ``partition`` = (k, n), if given) with COPY,
-    fold it and write the fresh tables every ``flush_every`` events; return (events, rows written).
+    fold it and write the fresh tables every ``flush_every`` events; return (events, rows written,
+    games quarantined). The events of ``held`` games from their given versions on are left out.
 
     Synchronous, on connections of its own: it runs in a worker thread or process, and reading the
     COPY through :func:`~projections.source.copy_out` costs about a microsecond less per row than
     psycopg's asyncio COPY iteration, a fifth of the whole per-event budget. The hot loop keeps out
-    anything per event it can.
+    anything per event it can: the quarantine costs it one truth test while nothing is held.
     """
     mine = None
     if partition is not None:
@@ -272,40 +329,71 @@ def _bulk(
     cache = decoder.cache
     count = pending = rows = 0
     names: dict[bytes, str] = {}
+    held = dict(held)
+    found: dict[str, Quarantined] = {}
+
+    def hold(game_id: str, version: int, cause: Cause, reason: str) -> None:
+        if version < held.get(game_id, version + 1):
+            held[game_id] = version
+            found[game_id] = Quarantined(game_id, version, cause, reason)
+
     with connect_sync(dsn) as reader, connect_sync(dsn) as writer:
 
         def flush() -> None:
             nonlocal pending, rows
-            with writer.transaction():
-                rows += write_sync(writer, folder.changes(), views, suffix=SUFFIX)
+            written, refused = write_batch_sync(writer, folder, views, suffix=SUFFIX)
+            rows += written
+            for game_id, error in refused.items():
+                hold(game_id, folder.pending_from(game_id), Cause.WRITE, describe(error))
+                folder.drop(game_id)
             folder.commit()
             pending = 0
+
+        def refold(game_id: str, version: int) -> bool:
+            """Seed the folder with ``game_id`` below ``version`` from its stream; ``False`` if held."""
+            below = {game_id: version}
+            with writer.cursor() as prefixes:
+                prefixes.execute(READ_PREFIXES, ([game_id], [version]))
+                failed = seed_prefixes(folder, decoder, below, prefixes.fetchall())
+            for cause, reason in failed.values():
+                hold(game_id, version, cause, reason)
+            return not failed
 
         try:
             for data in copy_out(reader, statement.as_bytes(reader)):
                 # Fields in COPY's text format: backslash escapes (rare here; the payload is unescaped
                 # by the decoder on a miss), "\\N" for NULL, and the line's newline after the last one.
                 parts = bytes(data).split(b"\t")
+                count += 1
                 game_id = names.get(parts[2])
                 if game_id is None:  # one str per game: hashed once, dictionary lookups compare identity
                     game_id = names[parts[2]] = copy_unescape(parts[2]).decode()
                 version = int(parts[3])
+                if held and version >= held.get(game_id, version + 1):
+                    continue
                 last_field = parts[6]
                 tournament = None if last_field == b"\\N\n" else copy_unescape(last_field[:-1]).decode()
-                event = cache.get((parts[4], parts[5]), MISSING)
-                if event is MISSING:
-                    event = decoder(parts[4], parts[5])
-                if not apply(game_id, version, event, tournament):
-                    # Only a game touched again after it ended (and left memory) gets here.
-                    below = {game_id: version}
-                    with writer.cursor() as prefixes:
-                        prefixes.execute(READ_PREFIXES, ([game_id], [version]))
-                        seed_prefixes(folder, decoder, below, prefixes.fetchall())
-                    if not apply(game_id, version, event, tournament):
-                        raise ProjectionError(
-                            f"game {game_id!r}: version {version} does not follow its stream"
-                        )
-                count += 1
+                try:
+                    event = cache.get((parts[4], parts[5]), MISSING)
+                    if event is MISSING:
+                        event = decoder(parts[4], parts[5])
+                    applied = apply(game_id, version, event, tournament)
+                    # Only a game touched again after it ended (and left memory) is not applied here.
+                    if not applied and refold(game_id, version):
+                        applied = apply(game_id, version, event, tournament)
+                        if not applied:
+                            hold(
+                                game_id,
+                                version,
+                                Cause.STREAM,
+                                f"version {version} does not follow its stream",
+                            )
+                except psycopg.Error:
+                    raise  # the re-fold's read: the database's trouble, not the game's
+                except ProjectionError as error:
+                    hold(game_id, version, Cause.DECODE, f"version {version}: {error}")
+                except Exception as error:  # a pure fold: the game's events are the cause (fold_batch)
+                    hold(game_id, version, Cause.FOLD, f"version {version}: {describe(error)}")
                 pending += 1
                 if pending >= flush_every:
                     flush()
@@ -314,12 +402,17 @@ def _bulk(
             raise
         if pending:
             flush()
-    return count, rows
+    return count, rows, list(found.values())
 
 
 def _bulk_process(
-    dsn: str, views: Sequence[str], bound: Cursor, flush_every: int, partition: tuple[int, int]
-) -> tuple[int, int]:
+    dsn: str,
+    views: Sequence[str],
+    bound: Cursor,
+    flush_every: int,
+    held: dict[str, int],
+    partition: tuple[int, int],
+) -> tuple[int, int, list[Quarantined]]:
     """:func:`_bulk` as a worker process runs it: with the cyclic garbage collector off.
 
     The fold allocates a few tuples per event and frees them by reference counting (states, views
@@ -327,7 +420,7 @@ def _bulk_process(
     and cost a tenth of the time. The process is the worker's own and ends with the bulk phase.
     """
     gc.disable()
-    return _bulk(dsn, views, bound, flush_every, partition)
+    return _bulk(dsn, views, bound, flush_every, held, partition)
 
 
 def connect_sync(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
@@ -338,19 +431,25 @@ def connect_sync(dsn: str) -> psycopg.Connection[tuple[Any, ...]]:
 
 
 async def _bulk_in_processes(
-    dsn: str, views: Sequence[str], bound: Cursor, flush_every: int, workers: int
-) -> tuple[int, int]:
+    dsn: str, views: Sequence[str], bound: Cursor, flush_every: int, workers: int, held: dict[str, int]
+) -> tuple[int, int, list[Quarantined]]:
     """The bulk phase in ``workers`` processes (spawned: no state of this one is inherited)."""
     loop = asyncio.get_running_loop()
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         results = await asyncio.gather(
             *(
-                loop.run_in_executor(pool, _bulk_process, dsn, tuple(views), bound, flush_every, (k, workers))
+                loop.run_in_executor(
+                    pool, _bulk_process, dsn, tuple(views), bound, flush_every, held, (k, workers)
+                )
                 for k in range(workers)
             )
         )
-    return sum(events for events, _ in results), sum(rows for _, rows in results)
+    return (
+        sum(events for events, _, _ in results),
+        sum(rows for _, rows, _ in results),
+        [game for _, _, found in results for game in found],
+    )
 
 
 async def _swap(conn: Connection, views: Sequence[str]) -> None:

@@ -8,17 +8,30 @@ under the projection set's lock (see :mod:`projections.projector`).
 
 Each table gets one ``executemany``, which psycopg sends in pipeline mode: one round trip per table
 whatever the number of rows, and the rows of a batch are only those of the games it touched.
+
+**Keys that fit any value.** The aggregates are keyed by free text (a player's name, a tournament id),
+and a btree entry holds at most about 2,700 bytes: one long name would make every batch fail. Their
+primary keys are the SHA-256 of that text instead (:func:`text_key`, the ``*_key`` columns); the text
+itself is an ordinary column.
+
+**A game's rows refused.** If the database refuses a batch's rows for their values
+(:data:`~projections.quarantine.GAME_DATA_ERRORS`), :func:`write_batch` writes the batch again one game
+at a time, each in a savepoint, so that only the games whose rows are refused are left out (and
+quarantined by the caller), and every other game of the batch is written. The first attempt is itself
+in a savepoint, so the usual case costs one more round trip per batch, not one per game.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, LiteralString
 
 import psycopg
 from psycopg import sql
 
-from .fold import Changes
+from .fold import Changes, Folder
+from .quarantine import GAME_DATA_ERRORS
 from .source import Connection
 from .views import STAT_COLUMNS
 
@@ -48,10 +61,19 @@ COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "round_scores": (("game_id", "round", "winner", "points", "hands"), ("game_id", "round")),
     "match_scores": (("game_id", "seat", "player", "total"), ("game_id", "seat")),
-    "standings": (("tournament_id", "player", *STAT_COLUMNS), ("tournament_id", "player")),
-    "player_stats": (("player", *STAT_COLUMNS), ("player",)),
+    "standings": (
+        ("tournament_key", "player_key", "tournament_id", "player", *STAT_COLUMNS),
+        ("tournament_key", "player_key"),
+    ),
+    "player_stats": (("player_key", "player", *STAT_COLUMNS), ("player_key",)),
 }
 _ADDED = frozenset({"standings", "player_stats"})
+
+
+def text_key(text: str) -> bytes:
+    """The key of a free-text value (32 bytes, whatever its length): SHA-256 of its UTF-8 bytes, which is
+    ``sha256(convert_to(text, 'UTF8'))`` in SQL (the migration that introduced the keys computes it so)."""
+    return hashlib.sha256(text.encode()).digest()
 
 
 def upsert(view: str, suffix: str = "") -> sql.Composed:
@@ -59,9 +81,9 @@ def upsert(view: str, suffix: str = "") -> sql.Composed:
     columns, key = COLUMNS[view]
     table = sql.Identifier(view + suffix)
     rest = [c for c in columns if c not in key]
-    if view in _ADDED:
+    if view in _ADDED:  # the counters add up; the text a key was made of stays as it is
         sets = sql.SQL(", ").join(
-            sql.SQL("{c} = {t}.{c} + EXCLUDED.{c}").format(c=sql.Identifier(c), t=table) for c in rest
+            sql.SQL("{c} = {t}.{c} + EXCLUDED.{c}").format(c=sql.Identifier(c), t=table) for c in STAT_COLUMNS
         )
     else:
         sets = sql.SQL(", ").join(sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in rest)
@@ -82,9 +104,11 @@ def rows_of(changes: Changes, view: str) -> Sequence[Sequence[Any]]:
     # The aggregates' rows go in key order: several writers adding to the same rows at once (the
     # partitions of a rebuild) then lock them in the same order and cannot deadlock.
     if view == "standings":
-        return [(t, p, *delta) for (t, p), delta in sorted(changes.standings.items())]
+        return [
+            (text_key(t), text_key(p), t, p, *delta) for (t, p), delta in sorted(changes.standings.items())
+        ]
     if view == "player_stats":
-        return [(p, *delta) for p, delta in sorted(changes.player_stats.items())]
+        return [(text_key(p), p, *delta) for p, delta in sorted(changes.player_stats.items())]
     rows: Sequence[Sequence[Any]] = getattr(changes, view)
     return rows
 
@@ -117,3 +141,45 @@ async def write(
         if hook is not None:
             await hook(f"wrote {view}")
     return written
+
+
+def write_batch_sync(
+    conn: psycopg.Connection[tuple[Any, ...]], folder: Folder, views: Sequence[str], *, suffix: str = ""
+) -> tuple[int, dict[str, psycopg.Error]]:
+    """:func:`write_batch` on a synchronous connection (the rebuild's bulk phase)."""
+    try:
+        with conn.transaction():
+            return write_sync(conn, folder.changes(), views, suffix=suffix), {}
+    except GAME_DATA_ERRORS:
+        pass
+    written = 0
+    refused: dict[str, psycopg.Error] = {}
+    for game_id in folder.pending_games():
+        try:
+            with conn.transaction():
+                written += write_sync(conn, folder.changes((game_id,)), views, suffix=suffix)
+        except GAME_DATA_ERRORS as error:
+            refused[game_id] = error
+    return written, refused
+
+
+async def write_batch(
+    conn: Connection, folder: Folder, views: Sequence[str], *, suffix: str = "", hook: Hook | None = None
+) -> tuple[int, dict[str, psycopg.Error]]:
+    """Write ``folder``'s staged batch inside the caller's transaction; return the rows written and the
+    games whose rows the database refused, with its error (their rows are not written; the caller
+    quarantines them and drops them from the folder). See the module docstring."""
+    try:
+        async with conn.transaction():
+            return await write(conn, folder.changes(), views, suffix=suffix, hook=hook), {}
+    except GAME_DATA_ERRORS:
+        pass
+    written = 0
+    refused: dict[str, psycopg.Error] = {}
+    for game_id in folder.pending_games():
+        try:
+            async with conn.transaction():
+                written += await write(conn, folder.changes((game_id,)), views, suffix=suffix)
+        except GAME_DATA_ERRORS as error:
+            refused[game_id] = error
+    return written, refused

@@ -18,7 +18,8 @@ from google.protobuf import message as pb_message
 from google.protobuf import struct_pb2, timestamp_pb2
 
 from projections import queries
-from projections.projector import read_lag
+from projections.projector import DEFAULT_SET
+from projections.quarantine import read_health
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.catalogue import type_name
@@ -465,13 +466,39 @@ class GameService(pb_grpc.GameServiceServicer):
     async def GetProjectionLag(
         self, request: pb.GetProjectionLagRequest, context: Context
     ) -> pb.ProjectionLagReply:
+        """The lag, the quarantined games and the projector's failure; the errors' text only for the
+        admin, since a quarantined game's reason may quote hidden information from its events."""
+        try:
+            caller, _ = self.callers.server_caller(context)
+        except ServiceError as error:
+            await fail(context, error)
         async with queries.connection(self.store) as conn:
-            lag = await read_lag(conn)
-        return pb.ProjectionLagReply(
+            health = await read_health(conn, DEFAULT_SET)
+        lag = health.lag
+        reply = pb.ProjectionLagReply(
             events_behind=lag.events_behind,
             seconds_behind=lag.seconds_behind,
             checkpoint=pb.ProjectionCursor(xid=lag.cursor.xid, position=lag.cursor.position),
+            quarantined=[
+                pb.QuarantinedGame(
+                    game_id=game.game_id,
+                    version=game.version,
+                    position=game.position or 0,
+                    cause=game.cause.value,
+                    reason=game.reason if caller.admin else "",
+                )
+                for game in health.quarantined
+            ],
+            quarantined_total=health.quarantined_total,
+            failing=health.failing is not None,
+            failing_reason=(health.failing or "") if caller.admin else "",
         )
+        for message, game in zip(reply.quarantined, health.quarantined, strict=True):
+            if game.at is not None:
+                message.quarantined_at.FromDatetime(game.at)
+        if health.failing_since is not None:
+            reply.failing_since.FromDatetime(health.failing_since)
+        return reply
 
     @staticmethod
     def _min_version(request: pb.GetScoresRequest | pb.GetHandRequest) -> int | None:

@@ -144,12 +144,15 @@ async def store_games(
 
 
 async def dump(url: str, views: Sequence[str] = VIEW_NAMES, *, suffix: str = "") -> dict[str, list[Any]]:
-    """Every row of the view tables, ordered by primary key (for row-by-row comparison)."""
+    """Every row of the view tables, ordered by primary key (for row-by-row comparison); the aggregates
+    without their hashed key columns, ordered by the text those are hashes of."""
     out: dict[str, list[Any]] = {}
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         for view in views:
             columns, key = COLUMNS[view]
-            query = f'SELECT {", ".join(columns)} FROM "{view}{suffix}" ORDER BY {", ".join(key)}'
+            shown = [column for column in columns if not column.endswith("_key")]
+            order = [column for column in key if not column.endswith("_key")] or shown[: len(key)]
+            query = f'SELECT {", ".join(shown)} FROM "{view}{suffix}" ORDER BY {", ".join(order)}'
             cursor = await conn.execute(query.encode())
             out[view] = await cursor.fetchall()
     return out

@@ -406,12 +406,38 @@ class GetProjectionLagRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class QuarantinedGame(_message.Message):
+    __slots__ = ("game_id", "version", "position", "cause", "reason", "quarantined_at")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    POSITION_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINED_AT_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    version: int
+    position: int
+    cause: str
+    reason: str
+    quarantined_at: _timestamp_pb2.Timestamp
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., position: _Optional[int] = ..., cause: _Optional[str] = ..., reason: _Optional[str] = ..., quarantined_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class ProjectionLagReply(_message.Message):
-    __slots__ = ("events_behind", "seconds_behind", "checkpoint")
+    __slots__ = ("events_behind", "seconds_behind", "checkpoint", "quarantined", "quarantined_total", "failing", "failing_reason", "failing_since")
     EVENTS_BEHIND_FIELD_NUMBER: _ClassVar[int]
     SECONDS_BEHIND_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINED_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    FAILING_FIELD_NUMBER: _ClassVar[int]
+    FAILING_REASON_FIELD_NUMBER: _ClassVar[int]
+    FAILING_SINCE_FIELD_NUMBER: _ClassVar[int]
     events_behind: int
     seconds_behind: float
     checkpoint: ProjectionCursor
-    def __init__(self, events_behind: _Optional[int] = ..., seconds_behind: _Optional[float] = ..., checkpoint: _Optional[_Union[ProjectionCursor, _Mapping]] = ...) -> None: ...
+    quarantined: _containers.RepeatedCompositeFieldContainer[QuarantinedGame]
+    quarantined_total: int
+    failing: bool
+    failing_reason: str
+    failing_since: _timestamp_pb2.Timestamp
+    def __init__(self, events_behind: _Optional[int] = ..., seconds_behind: _Optional[float] = ..., checkpoint: _Optional[_Union[ProjectionCursor, _Mapping]] = ..., quarantined: _Optional[_Iterable[_Union[QuarantinedGame, _Mapping]]] = ..., quarantined_total: _Optional[int] = ..., failing: _Optional[bool] = ..., failing_reason: _Optional[str] = ..., failing_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -234,7 +234,9 @@ class GameServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetProjectionLag(self, request, context):
-        """How far the read models are behind the log (also the health status of "uno.audit.v1.Projections").
+        """How far the read models are behind the log, which games they quarantined and whether the projector
+        is failing (also the health status of "uno.audit.v1.Projections": NOT_SERVING while more than 5 s
+        behind, while any game is quarantined and while the projector is failing).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
