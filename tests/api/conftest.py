@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
+from projections.migrate import apply_migrations
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
+from tests.conftest import ServiceLogin
 
 pytest.register_assert_rewrite("tests.api.support")
 
@@ -16,9 +18,13 @@ from .support import ADMIN_TOKEN  # noqa: E402
 
 
 @pytest.fixture
-async def server(database_url: str) -> AsyncIterator[RunningServer]:
-    """``start_server`` on 127.0.0.1 (a free port) over this test's database, admin token ADMIN_TOKEN."""
-    running = await start_server(listen="127.0.0.1:0", database_url=database_url, admin_token=ADMIN_TOKEN)
+async def server(database_url: str, service_login: ServiceLogin) -> AsyncIterator[RunningServer]:
+    """``start_server`` on 127.0.0.1 (a free port) over this test's database, admin token ADMIN_TOKEN: the
+    owner migrates the database, the server logs in as the service's restricted login."""
+    await apply_migrations(database_url)
+    running = await start_server(
+        listen="127.0.0.1:0", database_url=await service_login.url(database_url), admin_token=ADMIN_TOKEN
+    )
     try:
         yield running
     finally:

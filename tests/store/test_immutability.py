@@ -7,6 +7,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from service.store import APP_ROLE, GENESIS_HASH, EventStore, chain_hash
+from service.store.migrate import SERVICE_LOGIN
 
 from .support import count, database_url_is_local, new_game, played
 
@@ -45,11 +46,11 @@ async def test_the_service_role_lacks_the_privilege(store: EventStore, database_
     assert await count(database_url, "SELECT count(*) FROM events") == 1
 
 
-async def test_the_pool_runs_as_the_service_role(store: EventStore) -> None:
+async def test_the_pool_runs_as_the_service_login(store: EventStore) -> None:
     await new_game(store, "g1")
     async with store.connection() as conn:  # the store's own connections, as the handler uses them
-        cursor = await conn.execute("SELECT current_user")
-        assert await cursor.fetchone() == (APP_ROLE,)
+        cursor = await conn.execute("SELECT current_user, session_user")
+        assert await cursor.fetchone() == (SERVICE_LOGIN, SERVICE_LOGIN)  # logged in as such, no SET ROLE
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             await conn.execute("DELETE FROM events")
 
