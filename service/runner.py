@@ -1,20 +1,24 @@
 """The application's two write protocols over the event store, written once for every writer.
 
-* :func:`run` — *load → decide → append → retry*: decide a command against the stream as loaded and
-  append what it decided with an optimistic version check; when another writer got there first, load
-  again and decide again. The command handler (table actions) and the auditor (disputes, rulings, a seed
-  reveal) both write through it.
-* :func:`create_stream` — the idempotent creation of a new stream (a game, an imported record): a new id
-  each time, and a retry of the same command id and request answered with the stream it created.
+* :class:`Writer` — *load → decide → append → retry*: :meth:`Writer.handle` decides a command against
+  the stream as loaded and appends what it decided with an optimistic version check; when another writer
+  got there first, it loads again and decides again. A writer says only how to load a stream, decide a
+  command and answer: the command handler (table actions) and the auditor's writer (disputes, rulings, a
+  seed reveal) are both writers.
+* :func:`create_stream` — the idempotent creation of a new stream (a game, an imported record): its id
+  derived from the command id, and a retry of the same command id and request answered with the stream
+  it created.
 
 Both are transport-free: refusals are :mod:`service.errors` exceptions. Idempotency rests on the store's
-command ledger: a command id is recorded with the hash of its request; the same id with the same request
-is answered with what it did the first time, the same id with another request is refused.
+command ledger: a command id is recorded, in its stream's ledger, with the hash of its request; the same
+id with the same request is answered with what it did the first time, the same id with another request
+is refused.
 """
 
 from __future__ import annotations
 
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -26,7 +30,9 @@ from service.store import AppendResult, CommandReused, NewEvent, StreamStore, Ve
 MAX_ATTEMPTS = 8
 
 S = TypeVar("S")  # what a writer loads: a game's state, a stored game's log
+C = TypeVar("C")  # what a writer decides: a table command, an audit entry's decision
 D = TypeVar("D")  # what a decision carries back to its writer besides the events
+R = TypeVar("R")  # what a writer answers
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +77,102 @@ class Unchanged(Generic[S]):
 Ran = Appended[S, D] | Repeated | Unchanged[S]
 
 
+class Writer(ABC, Generic[S, C, D, R]):
+    """Writes commands of type ``C`` to streams it loads as ``S``; :meth:`handle` is the one write loop.
+
+    A subclass says how to :meth:`load` a stream (``fresh=False`` may answer from its cache, which can be
+    behind the store; ``fresh=True`` must read the store), where a snapshot's :meth:`head` is,
+    how to :meth:`decide` a command (raising a :class:`~service.errors.ServiceError` to refuse it) and
+    what to :meth:`answer` once the command ran.
+    """
+
+    def __init__(self, store: StreamStore) -> None:
+        self.store = store
+
+    @abstractmethod
+    async def load(self, game_id: str, fresh: bool) -> S: ...
+
+    @abstractmethod
+    def head(self, snapshot: S) -> Head: ...
+
+    @abstractmethod
+    def decide(self, snapshot: S, command: C) -> Decision[D]: ...
+
+    @abstractmethod
+    async def answer(self, game_id: str, ran: Ran[S, D]) -> R: ...
+
+    async def handle(
+        self,
+        game_id: str,
+        command: C,
+        *,
+        command_id: str,
+        request_hash: bytes,
+        metadata: Mapping[str, object],
+        expected_version: int | None = None,
+    ) -> R:
+        """Decide ``command`` on the stream and append its events; the writer's answer.
+
+        A refusal or a version mismatch found on a cached snapshot is confirmed on a fresh one before it
+        is believed, and a retry of a command already carried out is answered with its first result
+        (:class:`Repeated`) instead. ``expected_version`` is the version the client decided against:
+        when the stream is elsewhere, the command fails with a ``VERSION_CONFLICT``
+        :class:`~service.errors.Conflict` rather than being decided again.
+        """
+        snapshot = await self.load(game_id, False)
+        fresh = False
+        for _ in range(MAX_ATTEMPTS):
+            at = self.head(snapshot)
+            if expected_version is not None and expected_version != at.version:
+                if not fresh:  # the cache may be behind; the client's word decides
+                    snapshot, fresh = await self.load(game_id, True), True
+                    continue
+                repeated = await earlier(self.store, game_id, command_id, request_hash)
+                if repeated is not None:  # a retry of a command that moved the game on
+                    return await self.answer(game_id, repeated)
+                raise version_conflict(
+                    f"the game is at version {at.version}, not {expected_version}", at.version
+                )
+            try:
+                decision = self.decide(snapshot, command)
+            except InvalidInput:
+                raise  # judged on the request alone
+            except ServiceError:
+                # A retry of a command accepted earlier is answered with its first result; anything else
+                # is judged again on the store's latest state before it is refused.
+                repeated = await earlier(self.store, game_id, command_id, request_hash)
+                if repeated is not None:
+                    return await self.answer(game_id, repeated)
+                if fresh:
+                    raise
+                snapshot, fresh = await self.load(game_id, True), True
+                continue
+            if not decision.events:
+                return await self.answer(game_id, Unchanged(snapshot))
+            try:
+                result = await self.store.append(
+                    game_id,
+                    at.version,
+                    decision.events,
+                    command_id=command_id,
+                    request_hash=request_hash,
+                    metadata=metadata,
+                    prev_hash=at.last_hash,
+                )
+            except VersionConflict as conflict:
+                if expected_version is not None:
+                    raise version_conflict(
+                        f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
+                    ) from None
+                snapshot, fresh = await self.load(game_id, True), True
+                continue
+            except CommandReused as reused:
+                raise InvalidInput("command_id", f"already used for another request ({reused})") from None
+            ran: Ran[S, D] = Repeated(result) if result.duplicate else Appended(snapshot, decision, result)
+            return await self.answer(game_id, ran)
+        raise Conflict(f"the game changed {MAX_ATTEMPTS} times while deciding; try again")
+
+
 async def earlier(store: StreamStore, game_id: str, command_id: str, request_hash: bytes) -> Repeated | None:
     """The first result of ``command_id`` when the game carried it out before for the same request;
     refused (``command_id``) when the game used it for another request."""
@@ -81,81 +183,6 @@ async def earlier(store: StreamStore, game_id: str, command_id: str, request_has
     if seen_hash != request_hash:
         raise InvalidInput("command_id", "already used for another request")
     return Repeated(AppendResult(first, last, b"", True, ()))
-
-
-async def run(
-    store: StreamStore,
-    game_id: str,
-    *,
-    command_id: str,
-    request_hash: bytes,
-    metadata: Mapping[str, object],
-    load: Callable[[bool], Awaitable[S]],
-    head: Callable[[S], Head],
-    decide: Callable[[S], Decision[D]],
-    expected_version: int | None = None,
-) -> Ran[S, D]:
-    """Decide a command on the stream and append its events (see the module docstring).
-
-    ``load(fresh)`` gives the stream's snapshot: ``fresh=False`` may answer from a writer's cache, which
-    can be behind the store; ``fresh=True`` must read the store. ``decide`` raises a
-    :class:`~service.errors.ServiceError` to refuse. A refusal or a version mismatch found on a cached
-    snapshot is confirmed on a fresh one before it is believed, and a retry of a command already carried
-    out is answered with its first result (:class:`Repeated`) instead. ``expected_version`` is the
-    version the client decided against: when the stream is elsewhere, the command fails with a
-    ``VERSION_CONFLICT`` :class:`~service.errors.Conflict` rather than being decided again.
-    """
-    snapshot = await load(False)
-    fresh = False
-    for _ in range(MAX_ATTEMPTS):
-        at = head(snapshot)
-        if expected_version is not None and expected_version != at.version:
-            if not fresh:  # the cache may be behind; the client's word decides
-                snapshot, fresh = await load(True), True
-                continue
-            repeated = await earlier(store, game_id, command_id, request_hash)
-            if repeated is not None:  # a retry of a command that moved the game on
-                return repeated
-            raise version_conflict(f"the game is at version {at.version}, not {expected_version}", at.version)
-        try:
-            decision = decide(snapshot)
-        except InvalidInput:
-            raise  # judged on the request alone
-        except ServiceError:
-            # A retry of a command accepted earlier is answered with its first result; anything else is
-            # judged again on the store's latest state before it is refused.
-            repeated = await earlier(store, game_id, command_id, request_hash)
-            if repeated is not None:
-                return repeated
-            if fresh:
-                raise
-            snapshot, fresh = await load(True), True
-            continue
-        if not decision.events:
-            return Unchanged(snapshot)
-        try:
-            result = await store.append(
-                game_id,
-                at.version,
-                decision.events,
-                command_id=command_id,
-                request_hash=request_hash,
-                metadata=metadata,
-                prev_hash=at.last_hash,
-            )
-        except VersionConflict as conflict:
-            if expected_version is not None:
-                raise version_conflict(
-                    f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
-                ) from None
-            snapshot, fresh = await load(True), True
-            continue
-        except CommandReused as reused:
-            raise InvalidInput("command_id", f"already used for another request ({reused})") from None
-        if result.duplicate:
-            return Repeated(result)
-        return Appended(snapshot, decision, result)
-    raise Conflict(f"the game changed {MAX_ATTEMPTS} times while deciding; try again")
 
 
 def version_conflict(message: str, actual: int) -> Conflict:

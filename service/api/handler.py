@@ -7,7 +7,8 @@ and no reads, whatever the game's length. A cached state can be behind when seve
 same game; the store's version check then refuses the append, and the handler catches up (reads only
 the events after its cached version), decides again and retries. A rejection decided on a cached state
 is confirmed the same way before it is reported, so a stale cache never rejects a legal command. The
-loop itself is :func:`service.runner.run`, which the auditor writes through too.
+loop itself is :meth:`service.runner.Writer.handle`, which the auditor's writes share: the handler is a
+writer that says how to load a game, decide a table command and answer with its outcome.
 """
 
 from __future__ import annotations
@@ -25,13 +26,8 @@ from service.rules.decide import CommandError, create, execute
 from service.rules.events import Event, GameCreated
 from service.rules.state import State, evolve, new_state
 from service.rules.violations import Violation
-from service.runner import Appended, Decision, ExistingStream, Head, Repeated, create_stream, run
-from service.store import (
-    AppendResult,
-    NewEvent,
-    Store,
-    StoredEvent,
-)
+from service.runner import Appended, Decision, ExistingStream, Head, Ran, Repeated, Writer, create_stream
+from service.store import AppendResult, NewEvent, Store, StoredEvent
 
 from .auth import new_token, token_hash
 
@@ -80,19 +76,25 @@ def stored_form(event: Event) -> NewEvent:
     return NewEvent(kind, payload)
 
 
-class CommandHandler:
-    """Decides and appends commands for any number of games (an instance is safe to run beside others)."""
+class CommandHandler(Writer[Loaded, Command, State, Outcome]):
+    """Decides and appends commands for any number of games (an instance is safe to run beside others):
+    ``await handler.handle(game_id, command, command_id=…, request_hash=…, metadata=…)``."""
+
+    store: Store  # the stream store and the game catalogue (seeds, seats) at once
 
     def __init__(self, store: Store, *, cache_size: int = 10_000) -> None:
-        self.store = store
+        super().__init__(store)
         self.cache_size = cache_size
         self._cache: OrderedDict[str, Loaded] = OrderedDict()
 
     # --- loading -------------------------------------------------------------------------------------
 
-    async def load(self, game_id: str) -> Loaded:
-        """The game's current state (from the cache, caught up with the store); NOT_FOUND if unknown."""
+    async def load(self, game_id: str, fresh: bool = True) -> Loaded:
+        """The game's current state; NOT_FOUND if unknown. ``fresh``: caught up with the store (the cache
+        reads only what it misses); otherwise the cached state as it is, when there is one."""
         loaded = self._cache.get(game_id)
+        if loaded is not None and not fresh:
+            return loaded
         if loaded is None:
             events = await self.store.read_stream(game_id)
             if not events:
@@ -188,46 +190,22 @@ class CommandHandler:
         outcome = Outcome(game_id, result.last_version, result.events, state, False, tournament_id)
         return Created(game_id, tokens, outcome)
 
-    # --- commands -----------------------------------------------------------------------------------
+    # --- commands (the writer's part of :meth:`~service.runner.Writer.handle`) ------------------------
 
-    async def handle(
-        self,
-        game_id: str,
-        command: Command,
-        *,
-        command_id: str,
-        request_hash: bytes,
-        expected_version: int | None,
-        metadata: dict[str, object],
-    ) -> Outcome:
-        """Decide ``command`` and append its events; raises a :class:`~service.errors.ServiceError` when
-        refused."""
+    def head(self, snapshot: Loaded) -> Head:
+        return Head(snapshot.version, snapshot.last_hash)
 
-        async def load(fresh: bool) -> Loaded:
-            cached = None if fresh else self._cache.get(game_id)
-            return cached or await self.load(game_id)
+    def decide(self, snapshot: Loaded, command: Command) -> Decision[State]:
+        try:
+            outcome = execute(snapshot.state, command)
+        except CommandError as bad:
+            raise InvalidInput(_FIELDS.get(bad.field, bad.field), str(bad)) from None
+        if isinstance(outcome, Violation):
+            raise RuleViolation(outcome.rule.value, outcome.message)
+        events, state = outcome
+        return Decision([stored_form(e) for e in events], state)
 
-        def decide(loaded: Loaded) -> Decision[State]:
-            try:
-                outcome = execute(loaded.state, command)
-            except CommandError as bad:
-                raise InvalidInput(_FIELDS.get(bad.field, bad.field), str(bad)) from None
-            if isinstance(outcome, Violation):
-                raise RuleViolation(outcome.rule.value, outcome.message)
-            events, state = outcome
-            return Decision([stored_form(e) for e in events], state)
-
-        ran = await run(
-            self.store,
-            game_id,
-            command_id=command_id,
-            request_hash=request_hash,
-            metadata=metadata,
-            load=load,
-            head=lambda loaded: Head(loaded.version, loaded.last_hash),
-            decide=decide,
-            expected_version=expected_version,
-        )
+    async def answer(self, game_id: str, ran: Ran[Loaded, State]) -> Outcome:
         if isinstance(ran, Repeated):
             return await self._replay(game_id, ran.result)
         assert isinstance(ran, Appended)  # every accepted command has events (at least its prompt)

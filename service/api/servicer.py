@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn
 
 import grpc
@@ -41,7 +41,7 @@ from service.store import Cursor, EventStore
 from . import errors
 from .auth import Caller
 from .callers import Callers
-from .handler import CommandHandler, Outcome
+from .handler import CommandHandler
 from .notify import Notifier
 from .views import VARIANT_OF, event_message, game_view
 
@@ -107,6 +107,117 @@ def request_hash_of(method: str, request: pb_message.Message, caller: Caller) ->
     return digest.digest()
 
 
+#: Builds a table command from its request and the seat (or ``"admin"``) it is sent for.
+Build = Callable[[Any, "int | str"], cmd.Command]
+CommandRpc = Callable[["GameService", Any, Context], Awaitable[pb.CommandReply]]
+
+
+def acting_seat(caller: Caller, header: pb.CommandHeader) -> int:
+    """The seat a table action is for: the caller's own, or the one the admin names."""
+    if caller.admin:
+        if not header.HasField("as_seat"):
+            raise InvalidInput("header.as_seat", "the admin must name the seat it acts for")
+        return header.as_seat
+    if caller.seat is None:
+        raise Unauthenticated("acting needs a seat token of this game")
+    if header.HasField("as_seat") and header.as_seat != caller.seat:
+        raise PermissionDenied(f"a seat token acts only for its own seat ({caller.seat})")
+    return caller.seat
+
+
+def dealer_or_admin(caller: Caller, header: pb.CommandHeader) -> int | str:
+    """Who starts a round: any seat of the game, or the admin."""
+    if caller.spectator:
+        raise Unauthenticated("starting a round needs a seat token of this game or the admin")
+    return "admin" if caller.admin else acting_seat(caller, header)
+
+
+def command_rpc(
+    method: str, build: Build, actor: Callable[[Caller, pb.CommandHeader], int | str] = acting_seat
+) -> CommandRpc:
+    """The RPC of one table action: validate the header, authenticate, build the command, run it through
+    the command handler, answer with what the caller may see. One structured log line per command."""
+
+    async def rpc(self: GameService, request: Any, context: Context) -> pb.CommandReply:
+        started = time.perf_counter()
+        header: pb.CommandHeader = request.header
+        fields: dict[str, Any] = {"command": method, "game": header.game_id, "command_id": header.command_id}
+        try:
+            game_id = valid_id(header.game_id, "header.game_id")
+            command_id = valid_id(header.command_id, "header.command_id")
+            if header.HasField("expected_version") and header.expected_version < 0:
+                raise InvalidInput("header.expected_version", "must not be negative")
+            caller = await self.callers.caller(context, game_id)
+            fields["seat"] = seat = actor(caller, header)
+            outcome = await self.handler.handle(
+                game_id,
+                build(request, seat),
+                command_id=command_id,
+                request_hash=request_hash_of(method, request, caller),
+                expected_version=header.expected_version if header.HasField("expected_version") else None,
+                metadata={"command_id": command_id, "actor": seat, "command": method},
+            )
+        except ServiceError as error:
+            fields.update(outcome="rejected", code=errors.code_of(error).name, rule=error.reason)
+            log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
+            await fail(context, error)
+        fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
+        fields["version"] = outcome.version
+        log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
+        players = len(outcome.state.players)
+        return pb.CommandReply(
+            version=outcome.version,
+            events=[event_message(e, caller, players) for e in outcome.events],
+            view=game_view(
+                outcome.game_id,
+                outcome.state,
+                outcome.version if outcome.state_version is None else outcome.state_version,
+                caller,
+                outcome.tournament_id,
+            ),
+            duplicate=outcome.duplicate,
+        )
+
+    rpc.__name__ = rpc.__qualname__ = method
+    return rpc
+
+
+def _start_round(request: pb.StartRoundRequest, actor: int | str) -> cmd.Command:
+    if request.fixed_deck and actor != "admin":
+        raise PermissionDenied("only the admin may deal from a fixed deck")
+    return cmd.StartRound(deck=_deck(request.fixed_deck, "fixed_deck") if request.fixed_deck else None)
+
+
+def _play(request: pb.PlayRequest, seat: int | str) -> cmd.Command:
+    assert isinstance(seat, int)
+    target = request.target if request.HasField("target") else None
+    return cmd.Play(seat, _card(request.card, "card"), _colour(request.colour, "colour"), request.uno, target)
+
+
+def _choose(request: pb.ChooseRequest, seat: int | str) -> cmd.Command:
+    assert isinstance(seat, int)
+    colour = _colour(request.colour, "colour")
+    target = request.target if request.HasField("target") else None
+    if (colour is None) == (target is None):
+        raise InvalidInput("colour", "choose either a colour or a target")
+    return cmd.Choose(seat, colour, target)
+
+
+def _catch(request: pb.CatchRequest, seat: int | str) -> cmd.Command:
+    assert isinstance(seat, int)
+    return cmd.Catch(seat, request.target)
+
+
+def _by_seat(command: Callable[[int], cmd.Command]) -> Build:
+    """A command that needs nothing from its request but the acting seat."""
+
+    def build(_request: Any, seat: int | str) -> cmd.Command:
+        assert isinstance(seat, int)
+        return command(seat)
+
+    return build
+
+
 class GameService(pb_grpc.GameServiceServicer):
     """The ``uno.audit.v1.GameService`` implementation."""
 
@@ -122,128 +233,18 @@ class GameService(pb_grpc.GameServiceServicer):
         self.notifier = notifier
         self.callers = callers
 
-    @staticmethod
-    def _acting_seat(caller: Caller, header: pb.CommandHeader) -> int:
-        if caller.admin:
-            if not header.HasField("as_seat"):
-                raise InvalidInput("header.as_seat", "the admin must name the seat it acts for")
-            return header.as_seat
-        if caller.seat is None:
-            raise Unauthenticated("acting needs a seat token of this game")
-        if header.HasField("as_seat") and header.as_seat != caller.seat:
-            raise PermissionDenied(f"a seat token acts only for its own seat ({caller.seat})")
-        return caller.seat
+    # --- the table actions: one RPC each, all built by command_rpc -------------------------------------
 
-    # --- the commands ----------------------------------------------------------------------------------
-
-    async def _command(
-        self,
-        context: Context,
-        method: str,
-        request: Any,
-        build: Callable[[int], cmd.Command] | None,
-        *,
-        start_round: Callable[[Caller], cmd.Command] | None = None,
-    ) -> pb.CommandReply:
-        started = time.perf_counter()
-        header: pb.CommandHeader = request.header
-        fields: dict[str, Any] = {"command": method, "game": header.game_id, "command_id": header.command_id}
-        try:
-            game_id = valid_id(header.game_id, "header.game_id")
-            command_id = valid_id(header.command_id, "header.command_id")
-            if header.HasField("expected_version") and header.expected_version < 0:
-                raise InvalidInput("header.expected_version", "must not be negative")
-            caller = await self.callers.caller(context, game_id)
-            if start_round is not None:
-                if caller.spectator:
-                    raise Unauthenticated("starting a round needs a seat token of this game or the admin")
-                command = start_round(caller)
-                seat: int | str = "admin" if caller.admin else caller.seat  # type: ignore[assignment]
-            else:
-                assert build is not None
-                seat = self._acting_seat(caller, header)
-                command = build(seat)
-            fields["seat"] = seat
-            outcome = await self.handler.handle(
-                game_id,
-                command,
-                command_id=command_id,
-                request_hash=request_hash_of(method, request, caller),
-                expected_version=header.expected_version if header.HasField("expected_version") else None,
-                metadata={"command_id": command_id, "actor": seat, "command": method},
-            )
-        except ServiceError as error:
-            fields.update(outcome="rejected", code=errors.code_of(error).name, rule=error.reason)
-            log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
-            await fail(context, error)
-        fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
-        fields["version"] = outcome.version
-        log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
-        return self._reply(outcome, caller)
-
-    def _reply(self, outcome: Outcome, caller: Caller) -> pb.CommandReply:
-        players = len(outcome.state.players)
-        return pb.CommandReply(
-            version=outcome.version,
-            events=[event_message(e, caller, players) for e in outcome.events],
-            view=game_view(
-                outcome.game_id,
-                outcome.state,
-                outcome.version if outcome.state_version is None else outcome.state_version,
-                caller,
-                outcome.tournament_id,
-            ),
-            duplicate=outcome.duplicate,
-        )
-
-    async def StartRound(self, request: pb.StartRoundRequest, context: Context) -> pb.CommandReply:
-        def build(caller: Caller) -> cmd.Command:
-            if request.fixed_deck and not caller.admin:
-                raise PermissionDenied("only the admin may deal from a fixed deck")
-            return cmd.StartRound(
-                deck=_deck(request.fixed_deck, "fixed_deck") if request.fixed_deck else None
-            )
-
-        return await self._command(context, "StartRound", request, None, start_round=build)
-
-    async def Play(self, request: pb.PlayRequest, context: Context) -> pb.CommandReply:
-        def build(seat: int) -> cmd.Command:
-            card = _card(request.card, "card")
-            target = request.target if request.HasField("target") else None
-            return cmd.Play(seat, card, _colour(request.colour, "colour"), request.uno, target)
-
-        return await self._command(context, "Play", request, build)
-
-    async def Draw(self, request: pb.DrawRequest, context: Context) -> pb.CommandReply:
-        return await self._command(context, "Draw", request, lambda seat: cmd.Draw(seat))
-
-    async def Pass(self, request: pb.PassRequest, context: Context) -> pb.CommandReply:
-        return await self._command(context, "Pass", request, lambda seat: cmd.Pass(seat))
-
-    async def Press(self, request: pb.PressRequest, context: Context) -> pb.CommandReply:
-        return await self._command(context, "Press", request, lambda seat: cmd.Press(seat))
-
-    async def CallUno(self, request: pb.CallUnoRequest, context: Context) -> pb.CommandReply:
-        return await self._command(context, "CallUno", request, lambda seat: cmd.CallUno(seat))
-
-    async def Catch(self, request: pb.CatchRequest, context: Context) -> pb.CommandReply:
-        return await self._command(context, "Catch", request, lambda seat: cmd.Catch(seat, request.target))
-
-    async def Challenge(self, request: pb.ChallengeRequest, context: Context) -> pb.CommandReply:
-        return await self._command(context, "Challenge", request, lambda seat: cmd.Challenge(seat))
-
-    async def Accept(self, request: pb.AcceptRequest, context: Context) -> pb.CommandReply:
-        return await self._command(context, "Accept", request, lambda seat: cmd.Accept(seat))
-
-    async def Choose(self, request: pb.ChooseRequest, context: Context) -> pb.CommandReply:
-        def build(seat: int) -> cmd.Command:
-            colour = _colour(request.colour, "colour")
-            target = request.target if request.HasField("target") else None
-            if (colour is None) == (target is None):
-                raise InvalidInput("colour", "choose either a colour or a target")
-            return cmd.Choose(seat, colour, target)
-
-        return await self._command(context, "Choose", request, build)
+    StartRound = command_rpc("StartRound", _start_round, dealer_or_admin)
+    Play = command_rpc("Play", _play)
+    Draw = command_rpc("Draw", _by_seat(cmd.Draw))
+    Pass = command_rpc("Pass", _by_seat(cmd.Pass))
+    Press = command_rpc("Press", _by_seat(cmd.Press))
+    CallUno = command_rpc("CallUno", _by_seat(cmd.CallUno))
+    Catch = command_rpc("Catch", _catch)
+    Challenge = command_rpc("Challenge", _by_seat(cmd.Challenge))
+    Accept = command_rpc("Accept", _by_seat(cmd.Accept))
+    Choose = command_rpc("Choose", _choose)
 
     # --- creating and reading ----------------------------------------------------------------------------
 

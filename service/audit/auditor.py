@@ -24,7 +24,7 @@ from psycopg import errors as pg_errors
 from service.catalogue import decode_entry, encode, type_name
 from service.errors import InvalidInput, NotFound, Precondition, ServiceError
 from service.rules.options import OptionError, make_options
-from service.runner import Appended, Decision, ExistingStream, Head, Unchanged, create_stream, run
+from service.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
 from service.store import AppendResult, EventStore, NewEvent
 
 from .entries import (
@@ -72,6 +72,7 @@ class Auditor:
     def __init__(self, store: EventStore, read_models: ReadModelCheck | None = None) -> None:
         self.store = store
         self.read_models = read_models
+        self._writer = _EntryWriter(store, self.load)
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -205,8 +206,9 @@ class Auditor:
         def decide(log: GameLog) -> list[Entry]:
             if log.seed_revealed_at() is not None or log.imported is not None:
                 return []
-            committed = log.rows[0].payload.get("seed_sha256") or ""
-            return [SeedRevealed(committed, reason)]
+            created = log.created
+            committed = created.seed_sha256 if created is not None else None
+            return [SeedRevealed(committed or "", reason)]
 
         log, _ = await self._append(game_id, command_id, b"reveal:" + game_id.encode(), SeedRevealed, decide)
         return log
@@ -358,28 +360,45 @@ class Auditor:
         command_id: str,
         request_hash: bytes,
         entry: type,
-        decide: Callable[[GameLog], list[Entry]],
+        decide: EntryDecision,
     ) -> tuple[GameLog, bool]:
-        """Append the ``entry`` entries ``decide`` makes of the game's log (:func:`service.runner.run`:
-        retried when the game moves on meanwhile); the log after and whether anything was appended. A
-        retried ``command_id`` appends nothing again."""
-
-        def decision(log: GameLog) -> Decision[None]:
-            return Decision([NewEvent(*encode(entry)) for entry in decide(log)], None)
-
-        ran = await run(
-            self.store,
+        """Append the ``entry`` entries ``decide`` makes of the game's log (retried when the game moves on
+        meanwhile); the log after and whether anything was appended. A retried ``command_id`` appends
+        nothing again."""
+        return await self._writer.handle(
             game_id,
+            decide,
             command_id=command_id,
             request_hash=request_hash,
             metadata={"command_id": command_id, "actor": "audit", "command": type_name(entry)},
-            load=lambda _fresh: self.load(game_id),  # the auditor keeps no cache: always the store's
-            head=lambda log: Head(log.version, log.rows[-1].hash),
-            decide=decision,
         )
+
+
+#: What an audit write decides: the entries to append to the game's log as it is (none: nothing to do).
+EntryDecision = Callable[[GameLog], list[Entry]]
+
+
+class _EntryWriter(Writer[GameLog, EntryDecision, None, tuple[GameLog, bool]]):
+    """The auditor's writes through the one write loop (:meth:`service.runner.Writer.handle`). The auditor
+    keeps no cache: every load is the store's."""
+
+    def __init__(self, store: EventStore, load: Callable[[str], Awaitable[GameLog]]) -> None:
+        super().__init__(store)
+        self._load = load
+
+    async def load(self, game_id: str, fresh: bool) -> GameLog:
+        return await self._load(game_id)
+
+    def head(self, snapshot: GameLog) -> Head:
+        return Head(snapshot.version, snapshot.rows[-1].hash)
+
+    def decide(self, snapshot: GameLog, command: EntryDecision) -> Decision[None]:
+        return Decision([NewEvent(*encode(entry)) for entry in command(snapshot)], None)
+
+    async def answer(self, game_id: str, ran: Ran[GameLog, None]) -> tuple[GameLog, bool]:
         if isinstance(ran, Unchanged):
             return ran.snapshot, False
-        return await self.load(game_id), isinstance(ran, Appended)
+        return await self._load(game_id), isinstance(ran, Appended)
 
 
 def _find_dispute(log: GameLog, dispute_id: str) -> Dispute:
