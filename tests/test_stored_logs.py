@@ -11,13 +11,14 @@ newer than the code, a row is refused rather than misread.
 from __future__ import annotations
 
 import dataclasses
+from importlib import resources
 from typing import Any
 
 import pytest
 
 from service.audit import log as stored_log
 from service.audit.chain import check_chain
-from service.audit.entries import DisputeFiled, SeedRevealed
+from service.audit.entries import DisputeFiled, DisputeRuled, SeedRevealed
 from service.audit.log import GameLog
 from service.audit.verify import verify_record
 from service.catalogue import (
@@ -29,11 +30,13 @@ from service.catalogue import (
     StoredType,
     decode,
     split,
+    type_name,
 )
 from service.rules.events import CardPlayed, GameCreated
 from service.rules.options import Variant
 from service.rules.state import fold
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
+from service.store.model import DISPUTE_TYPES
 from tests import golden
 
 VARIANTS = list(Variant)
@@ -167,3 +170,13 @@ def test_every_stored_type_is_registered_once_in_its_group() -> None:
     assert not CATALOGUE.names(Group.GAME) & CATALOGUE.names(Group.AUDIT)
     with pytest.raises(CatalogueError, match="unknown stored type"):
         decode("CardEaten", {})
+
+
+def test_the_stores_dispute_types_are_the_catalogues_and_the_index_predicates() -> None:
+    """The store lists the dispute types as SQL literals (the partial index ``events_disputes`` is only
+    used for the very predicate it was built with): they must name the catalogue's dispute entries."""
+    assert set(DISPUTE_TYPES) == {type_name(DisputeFiled), type_name(DisputeRuled)}
+    assert set(DISPUTE_TYPES) <= CATALOGUE.names(Group.AUDIT)
+    migration = resources.files("service.store").joinpath("migrations/0002_audit.sql").read_text()
+    predicate = "WHERE type IN ({});".format(", ".join(f"'{name}'" for name in DISPUTE_TYPES))
+    assert predicate in migration
