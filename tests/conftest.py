@@ -141,6 +141,8 @@ class ServiceLogin:
     """The service's login on the session's server: made (or its password set) once, then a URL for it to
     any of the server's databases."""
 
+    password = SERVICE_PASSWORD
+
     def __init__(self) -> None:
         self._made = False
 
@@ -148,9 +150,9 @@ class ServiceLogin:
         """The service login's URL to ``owner_url``'s database, whose store schema is migrated (the roles
         the login is granted are made by the store's migrations)."""
         if not self._made:
-            await ensure_service_login(owner_url, SERVICE_PASSWORD)
+            await ensure_service_login(owner_url, self.password)
             self._made = True
-        return make_conninfo(owner_url, user=SERVICE_LOGIN, password=SERVICE_PASSWORD)
+        return make_conninfo(owner_url, user=SERVICE_LOGIN, password=self.password)
 
 
 @pytest.fixture(scope="session")
