@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
@@ -30,6 +31,13 @@ class Stored:
     game_id: str
     tournament_id: str
     game: SimulatedGame
+    players: tuple[str, ...] = ()
+    """The seats' names it was stored with, if not the simulation's own."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The seats' names as stored."""
+        return self.players or self.game.state.players
 
 
 #: Bots that forget UNO, catch and challenge often, so that penalties and challenges get counted.
@@ -54,13 +62,17 @@ async def store_game(
     tournament_id: str = "",
     pause: float = 0.0,
     steps: slice | None = None,
+    players: Sequence[str] = (),
 ) -> Stored:
     """Store ``game`` like the service: ``create_game`` with ``GameCreated`` (the seed left out), then
     one append per accepted command with that command's events. ``steps`` stores only some commands
     (the creation is part of the first slice); ``pause`` yields between appends so that concurrent
-    writers interleave."""
+    writers interleave. ``players`` renames the seats (straight into the store: no limit applies)."""
     created = game.events[0]
-    players = list(game.state.players)
+    if players:
+        assert isinstance(created, GameCreated) and len(players) == len(created.players)
+        created = dataclasses.replace(created, players=tuple(players))
+    names = list(players or game.state.players)
     chosen = game.steps[steps] if steps is not None else game.steps
     first = steps is None or not steps.start
     version = 0
@@ -68,10 +80,10 @@ async def store_game(
         result = await store.create_game(
             game_id,
             variant=game.state.variant.value,
-            players=players,
+            players=names,
             tournament_id=tournament_id,
             seed=game.state.seed,
-            seat_token_hashes=[_hash(f"{game_id}:{seat}") for seat in range(len(players))],
+            seat_token_hashes=[_hash(f"{game_id}:{seat}") for seat in range(len(names))],
             command_id=f"{game_id}:create",
             request_hash=_hash(f"{game_id}:create"),
             events=[stored_form(created)],
@@ -95,7 +107,7 @@ async def store_game(
             await asyncio.sleep(pause)
     if not pause:
         await wait_readable(store)
-    return Stored(game_id, tournament_id, game)
+    return Stored(game_id, tournament_id, game, tuple(players))
 
 
 GAME_SPECS: tuple[tuple[Variant, int, int], ...] = (
@@ -213,10 +225,10 @@ def expected_views(games: Sequence[Stored]) -> dict[str, list[Any]]:
             (gid, r.round, r.winner, r.points, [_tokens(hand) for hand in r.hands]) for r in state.results
         ]
         views["match_scores"] += [
-            (gid, seat, state.players[seat], total) for seat, total in enumerate(state.scores)
+            (gid, seat, stored.names[seat], total) for seat, total in enumerate(state.scores)
         ]
         for seat, stats in enumerate(expected_stats(stored.game)):
-            player = state.players[seat]
+            player = stored.names[seat]
             keys: list[tuple[dict[Any, list[int]], Any]] = [(player_stats, player)]
             if stored.tournament_id:
                 keys.append((standings, (stored.tournament_id, player)))
