@@ -1,5 +1,6 @@
 """``uno-audit serve`` as a real process on a machine without a configured database: it starts an embedded
-PostgreSQL, serves health checks and games, plays host to ``uno-audit bots``, and exits 0 on SIGTERM."""
+PostgreSQL, migrates it and logs in as the service's restricted login, serves health checks and games,
+plays host to ``uno-audit bots``, and exits 0 on SIGTERM."""
 
 from __future__ import annotations
 
@@ -98,6 +99,7 @@ async def test_serve_starts_an_embedded_database_and_stops_on_sigterm(tmp_path: 
             _stop_embedded_postgres(data_dir)
     logged = [line.get("event") for line in _json_lines(out)]
     assert "embedded database started" in logged
+    assert "admin actions are disabled: no admin token" in logged  # no token in its environment
     assert "serving" in logged
     assert logged[-1] == "stopped"
     assert logged.count("command") >= summary["commands"]  # one line per command
