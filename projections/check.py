@@ -59,10 +59,11 @@ async def check_game(store: EventStore, game_id: str, *, projection_set: str = D
             return [f"game {game_id!r} is behind the checkpoint but has no tables row"]
         return []  # not projected yet
     version = int(table["version"])
-    if version > len(events):
-        return [f"tables says version {version}, but the game's stream ends at {len(events)}"]
+    if version > events[-1].version:
+        return [f"tables says version {version}, but the game's stream ends at {events[-1].version}"]
     try:
-        state = fold_stream(events[:version])
+        # By version, not by count: an edited log may have lost a row below the projected version.
+        state = fold_stream([event for event in events if event.version <= version])
     except CodecError as bad:  # an edited log: the verifier's chain check says where and how
         return [f"game {game_id!r}: the log does not decode ({bad}), so the views cannot be checked"]
     except UnfoldableLog as bad:
@@ -99,7 +100,10 @@ class UnfoldableLog(ValueError):
 def fold_stream(events: Sequence[StoredEvent]) -> State | None:
     """The engine's state after the stored ``events`` (audit entries skipped), or ``None`` when they do
     not start with ``GameCreated``. ``evolve`` trusts its events, so a log edited into nonsense makes it
-    fail: that is :class:`UnfoldableLog`, never an exception of the engine's."""
+    fail, in whatever way the nonsense leads it to (an index out of range, a failed assertion…): that is
+    :class:`UnfoldableLog`, never an exception of the engine's. ``evolve`` is a pure function of the
+    state and the event, so whatever it raises on an event says that the event contradicts the game
+    before it."""
     state: State | None = None
     for stored in events:
         if stored.type not in GAME_TYPES:
@@ -112,7 +116,7 @@ def fold_stream(events: Sequence[StoredEvent]) -> State | None:
         else:
             try:
                 state = evolve(state, event)
-            except (ValueError, IndexError, KeyError, TypeError, AttributeError):
+            except Exception:
                 raise UnfoldableLog(stored.version) from None
     return state
 

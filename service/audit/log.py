@@ -12,6 +12,11 @@ the service ran, a game imported from a table and a record file are all judged b
 Either way :class:`GameLog` knows which position of the stream each record line stands for (a live
 line: its command's first event; an imported line: its own entry), so reports and rulings can point
 into the log. Audit entries (disputes, rulings, a revealed seed) are kept apart from the game.
+
+Every row is read once, through the one catalogue (:mod:`service.catalogue`), row by row: a row it
+cannot read (an unknown type, a payload edited out of shape) is kept with the reason, not raised, so that
+a damaged log is still read as far as it goes and the verifier can say where it stops. (The catalogue's
+``split`` reads a whole stream but stops at the first such row, which would hide everything after it.)
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.catalogue import AUDIT_TYPES, decode_entry, decode_event
+from service.catalogue import CATALOGUE, CatalogueError, Group, decode_entry, decode_event, type_name
 from service.rules.commands import (
     Accept,
     CallUno,
@@ -74,14 +79,16 @@ from .entries import (
 from .export import record_from_steps
 from .record import GameRecord, RoundBlock, read_record, write_record
 
-_CREATED, _ROUND_ENDED, _GAME_ENDED = GameCreated.__name__, RoundEnded.__name__, GameEnded.__name__
 #: The rows after which the seed is public: the game's end, or the adjudicator's early look.
-_SEED_PUBLIC = frozenset((_GAME_ENDED, SeedRevealed.__name__))
+_SEED_PUBLIC = frozenset((type_name(GameEnded), type_name(SeedRevealed)))
+
+#: A game row with its event, or with why the catalogue cannot read it.
+GameRow = tuple[StoredEvent, Event | CatalogueError]
 
 
 class LogError(ValueError):
-    """A stream that cannot be read as a game at all (its events do not decode, or it has no start);
-    ``position`` is where reading stopped."""
+    """A stream that cannot be read back as a game's record (an event that does not decode, a game
+    event that no command writes, no start); ``position`` is where reading stopped."""
 
     def __init__(self, message: str, position: int = 1) -> None:
         super().__init__(message)
@@ -150,18 +157,24 @@ class GameLog:
         self.rows = list(rows)
         self.seed = seed
         self.entries: list[tuple[StoredEvent, Entry]] = []
-        self.game_rows: list[StoredEvent] = []
+        #: The game's rows (every row that is not an audit entry, a type the catalogue does not know
+        #: included), each with its event, or with why the catalogue cannot read it: reading the record
+        #: stops there (:class:`LogError`).
+        self.game: list[GameRow] = []
         #: Audit entries whose payload no longer decodes (position, why): left out, and the chain check
         #: says what happened to them.
         self.unreadable_entries: list[tuple[int, str]] = []
         for row in self.rows:
-            if row.type in AUDIT_TYPES:
+            if CATALOGUE.group(row.type) is Group.AUDIT:
                 try:
                     self.entries.append((row, decode_entry(row.type, row.payload)))
-                except (TypeError, ValueError) as bad:
+                except CatalogueError as bad:
                     self.unreadable_entries.append((row.version, str(bad)))
             else:
-                self.game_rows.append(row)
+                try:
+                    self.game.append((row, decode_event(row.type, row.payload)))
+                except CatalogueError as bad:
+                    self.game.append((row, bad))
         first = self.entries[0][1] if self.entries and self.entries[0][0] is self.rows[0] else None
         self.imported: RecordImported | None = first if isinstance(first, RecordImported) else None
         self.version = self.rows[-1].version
@@ -174,11 +187,20 @@ class GameLog:
         return "imported" if self.imported is not None else "live"
 
     @property
+    def created(self) -> GameCreated | None:
+        """A live game's first event, when it is a readable ``GameCreated`` (only an edited log's is not)."""
+        if not self.game or self.game[0][0] is not self.rows[0]:
+            return None
+        event = self.game[0][1]
+        return event if isinstance(event, GameCreated) else None
+
+    @property
     def players(self) -> tuple[str, ...]:
-        """The players' names in seat order."""
+        """The players' names in seat order (none, when the log no longer says)."""
         if self.imported is not None:
             return read_record(self.record_text()).header.players
-        return tuple(self.rows[0].payload.get("players", ()))
+        created = self.created
+        return () if created is None else created.players
 
     def disputes(self) -> list[Dispute]:
         """Every dispute filed in this game, in filing order, with its ruling when there is one."""
@@ -206,17 +228,15 @@ class GameLog:
         rounds: list[dict[str, Any]] = []
         scores: list[int] = []
         winner = None
-        for row in self.game_rows:
-            if row.type == _CREATED:
-                players = tuple(row.payload["players"])
+        for _, event in self.game:
+            if isinstance(event, GameCreated):
+                players = event.players
                 scores = [0] * len(players)
-            elif row.type == _ROUND_ENDED:
-                ended = decode_event(row.type, row.payload)
-                assert isinstance(ended, RoundEnded)
-                rounds.append({"round": ended.round, "winner": players[ended.winner], "points": ended.points})
-                scores[ended.winner] += ended.points
-            elif row.type == _GAME_ENDED:
-                winner = players[row.payload["winner"]]
+            elif isinstance(event, RoundEnded):
+                rounds.append({"round": event.round, "winner": players[event.winner], "points": event.points})
+                scores[event.winner] += event.points
+            elif isinstance(event, GameEnded):
+                winner = players[event.winner]
         return {"rounds": rounds, "scores": dict(zip(players, scores, strict=True)), "winner": winner}
 
     # --- the record it stands for -----------------------------------------------------------------------
@@ -234,14 +254,15 @@ class GameLog:
         return LoggedRecord(read_record(self.record_text()), positions, {})
 
     def _live_record(self, reveal: bool) -> LoggedRecord:
-        groups = _command_groups(self.game_rows)
-        created_row = groups[0][0]
-        try:
-            created = decode_event(created_row.type, created_row.payload)
-        except ValueError as bad:
-            raise LogError(f"the first event does not decode: {bad}") from None
+        if not self.game:
+            raise LogError(f"game {self.game_id!r} holds no game events", self.rows[0].version)
+        groups = _command_groups(self.game)
+        created_row, created = groups[0][0]
+        if isinstance(created, CatalogueError):
+            raise LogError(f"the first event does not decode: {created}", created_row.version)
         if not isinstance(created, GameCreated):
-            raise LogError(f"game {self.game_id!r} does not start with GameCreated")
+            raise LogError(f"game {self.game_id!r} does not start with GameCreated", created_row.version)
+        _check_shape(created, len(created.players), created_row.version)
         created = dataclasses.replace(created, seed=self.seed if reveal else None)
         # Who the game waits for, and how: enough to tell a pass from a draw that found nothing, and who
         # chose a Green Shell's target. Taken from the Prompted events alone (no fold), so that a damaged
@@ -252,16 +273,16 @@ class GameLog:
         stored_groups: list[tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = []
         rest = groups[0][1:]
         for group in [rest, *groups[1:]] if rest else groups[1:]:
-            try:
-                events = tuple(decode_event(row.type, row.payload) for row in group)
-            except ValueError as bad:
-                at = group[0].version
-                raise LogError(f"the events at {at} do not decode: {bad}", at) from None
-            for row, event in zip(group, events, strict=True):
-                _check_seats(event, len(created.players), row.version)
-            steps.append((_command_of(prompted, events, group[0].version), events))
-            firsts.append(group[0].version)
-            stored_groups.append((tuple(group), events))
+            decoded: list[Event] = []
+            for row, event in group:
+                if isinstance(event, CatalogueError):
+                    raise LogError(f"the {row.type} at {row.version} does not decode: {event}", row.version)
+                _check_shape(event, len(created.players), row.version)
+                decoded.append(event)
+            rows, events = tuple(row for row, _ in group), tuple(decoded)
+            steps.append((_command_of(prompted, events, rows[0].version), events))
+            firsts.append(rows[0].version)
+            stored_groups.append((rows, events))
             for event in events:
                 if isinstance(event, Prompted):
                     prompted = event
@@ -351,8 +372,10 @@ def _seat_fields(kind: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(kind) if f.name in _SEAT_FIELDS)
 
 
-def _check_seats(event: Event, players: int, position: int) -> None:
-    """Refuse an event naming a seat the game does not have (only an edited log can hold one)."""
+def _check_shape(event: Event, players: int, position: int) -> None:
+    """Refuse an event that no game of ``players`` can hold, which only an edited log can: one naming a
+    seat the game does not have, hands for another number of players, a round dealt from neither a
+    deck nor hands."""
     for name in _seat_fields(type(event)):  # type: ignore[arg-type]
         seat = getattr(event, name)
         if seat is not None and not 0 <= seat < players:
@@ -367,16 +390,21 @@ def _check_seats(event: Event, players: int, position: int) -> None:
         raise LogError(
             f"the {type(event).__name__} at {position} has {len(event.hands)} hands for {players}", position
         )
+    if isinstance(event, RoundStarted) and event.deck is None and event.hands is None:
+        raise LogError(f"the RoundStarted at {position} deals neither a deck nor hands", position)
     if isinstance(event, DealerDrawn) and any(not 0 <= seat < players for seat, _ in event.draws):
         raise LogError(f"the DealerDrawn at {position} names a seat the game does not have", position)
 
 
-def _command_groups(rows: Sequence[StoredEvent]) -> list[list[StoredEvent]]:
-    """The game's events, grouped by the command that wrote them (consecutive events sharing a command id)."""
-    groups: list[list[StoredEvent]] = []
+def _command_groups(rows: Sequence[GameRow]) -> list[list[GameRow]]:
+    """The game's events, grouped by the command that wrote them (consecutive events sharing a command id;
+    a row whose metadata was edited into something else than an object stands alone)."""
+    groups: list[list[GameRow]] = []
     current: object = None
     for row in rows:
-        command_id = row.metadata.get("command_id", row.version)
+        stored = row[0]
+        command_id = stored.metadata.get("command_id") if isinstance(stored.metadata, dict) else None
+        command_id = stored.version if command_id is None else command_id
         if not groups or command_id != current:
             groups.append([])
             current = command_id
@@ -393,6 +421,8 @@ def _command_of(prompted: Prompted | None, events: tuple[Event, ...], position: 
     """
     for event in events:
         if isinstance(event, RoundStarted | DealerDrawn):
+            if not any(isinstance(e, RoundStarted) for e in events):
+                raise LogError(f"the events at {position} draw for the dealer but deal no round", position)
             return StartRound()
         if isinstance(event, CardPlayed):
             return Play(event.player, event.card, event.colour, event.uno, event.target)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 
-from service.catalogue import encode
+from service.catalogue import encode, type_name
 from service.rules.commands import Catch
 from service.rules.events import Event, GameEnded
 from service.rules.state import State
@@ -132,7 +132,7 @@ def verify_game(
 def _status(log: GameLog, rules: RulesReport | None) -> GameStatus:
     """Over or in progress, as the log says (an imported record: as its replay ends)."""
     if log.imported is None:
-        over = any(row.type == GameEnded.__name__ for row in log.game_rows)
+        over = any(row.type == type_name(GameEnded) for row, _ in log.game)
     else:
         over = rules is not None and rules.outcome.winner is not None
     return GameStatus.OVER if over else GameStatus.IN_PROGRESS
