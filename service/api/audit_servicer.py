@@ -9,15 +9,15 @@ The work is :class:`service.audit.auditor.Auditor`'s; this module maps requests,
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import structlog
 from google.protobuf import struct_pb2
 
+from service import limits
 from service.api.gen.uno.audit.v1 import audit_pb2 as pb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
 from service.audit.auditor import Auditor
@@ -28,13 +28,12 @@ from service.errors import (
     AlreadyExists,
     InvalidInput,
     PermissionDenied,
-    ServiceError,
     Unauthenticated,
 )
 
 from .auth import ADMIN, Caller, new_token, token_hash
 from .callers import Callers, Context
-from .servicer import fail, request_hash_of, valid_id
+from .servicer import request_hash_of
 from .views import redact
 
 log = structlog.get_logger("uno_audit.audit")
@@ -118,25 +117,6 @@ def _dispute(game_id: str, dispute: Dispute, caller: Caller) -> pb.Dispute:
     return out
 
 
-Reply = TypeVar("Reply")
-Request = TypeVar("Request")
-
-
-def _answering(
-    rpc: Callable[[AuditService, Request, Context], Awaitable[Reply]],
-) -> Callable[[AuditService, Request, Context], Awaitable[Reply]]:
-    """End the RPC with the right status when it raises a refusal (:mod:`service.errors`)."""
-
-    @functools.wraps(rpc)
-    async def answer(service: AuditService, request: Request, context: Context) -> Reply:
-        try:
-            return await rpc(service, request, context)
-        except ServiceError as error:
-            await fail(context, error)
-
-    return answer
-
-
 class AuditService(pb_grpc.AuditServiceServicer):
     """The ``uno.audit.v1.AuditService`` implementation."""
 
@@ -144,11 +124,10 @@ class AuditService(pb_grpc.AuditServiceServicer):
         self.auditor = auditor
         self.callers = callers
 
-    @_answering
     async def VerifyGame(self, request: pb.VerifyGameRequest, context: Context) -> pb.VerifyGameReply:
         started = time.perf_counter()
-        game_id = valid_id(request.game_id, "game_id")
-        command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
+        game_id = limits.identifier(request.game_id, "game_id")
+        command_id = limits.identifier(request.command_id, "command_id") if request.reveal_seed else None
         self.callers.admin(context)
         check = request.check_projections if request.HasField("check_projections") else True
         report = await self.auditor.verify(
@@ -175,7 +154,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
     async def _adjudicate(
         self, request: pb.AdjudicateRequest, context: Context, kind: DisputeKind
     ) -> pb.Ruling:
-        game_id = valid_id(request.game_id, "game_id")
+        game_id = limits.identifier(request.game_id, "game_id")
         position = _position(request.position)
         self.callers.admin(context)
         found = await self.auditor.adjudicate(
@@ -188,18 +167,15 @@ class AuditService(pb_grpc.AuditServiceServicer):
         # The message of a ruling the log would record, for no dispute and with no note.
         return _ruling(kind, found.ruled(dispute_id="", note=""), ADMIN)
 
-    @_answering
     async def AdjudicateCatch(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
         return await self._adjudicate(request, context, DisputeKind.UNO_CATCH)
 
-    @_answering
     async def AdjudicateChallenge(self, request: pb.AdjudicateRequest, context: Context) -> pb.Ruling:
         return await self._adjudicate(request, context, DisputeKind.WD4_CHALLENGE)
 
-    @_answering
     async def FileDispute(self, request: pb.FileDisputeRequest, context: Context) -> pb.Dispute:
-        game_id = valid_id(request.game_id, "game_id")
-        command_id = valid_id(request.command_id, "command_id")
+        game_id = limits.identifier(request.game_id, "game_id")
+        command_id = limits.identifier(request.command_id, "command_id")
         kind = _kind(request.kind)
         position = _position(request.position)
         caller = await self.callers.caller(context, game_id)
@@ -228,11 +204,10 @@ class AuditService(pb_grpc.AuditServiceServicer):
         # A retry answers with the dispute as it stands now, which may be ruled: redact for the caller.
         return _dispute(game_id, dispute, caller)
 
-    @_answering
     async def RuleOnDispute(self, request: pb.RuleOnDisputeRequest, context: Context) -> pb.Dispute:
-        game_id = valid_id(request.game_id, "game_id")
-        dispute_id = valid_id(request.dispute_id, "dispute_id")
-        command_id = valid_id(request.command_id, "command_id")
+        game_id = limits.identifier(request.game_id, "game_id")
+        dispute_id = limits.identifier(request.dispute_id, "dispute_id")
+        command_id = limits.identifier(request.command_id, "command_id")
         self.callers.admin(context)
         dispute = await self.auditor.rule_on_dispute(
             game_id,
@@ -245,9 +220,8 @@ class AuditService(pb_grpc.AuditServiceServicer):
         log.info("ruling", game=game_id, dispute=dispute_id, verdict=dispute.ruling.verdict)
         return _dispute(game_id, dispute, ADMIN)
 
-    @_answering
     async def ListDisputes(self, request: pb.ListDisputesRequest, context: Context) -> pb.ListDisputesReply:
-        game_id = valid_id(request.game_id, "game_id") if request.game_id else None
+        game_id = limits.identifier(request.game_id, "game_id") if request.game_id else None
         caller = ADMIN
         if game_id is None:
             self.callers.admin(context)
@@ -258,15 +232,13 @@ class AuditService(pb_grpc.AuditServiceServicer):
         found = await self.auditor.list_disputes(game_id, request.status or None)
         return pb.ListDisputesReply(disputes=[_dispute(game, dispute, caller) for game, dispute in found])
 
-    @_answering
     async def ExportGame(self, request: pb.ExportGameRequest, context: Context) -> pb.ExportGameReply:
-        game_id = valid_id(request.game_id, "game_id")
-        command_id = valid_id(request.command_id, "command_id") if request.reveal_seed else None
+        game_id = limits.identifier(request.game_id, "game_id")
+        command_id = limits.identifier(request.command_id, "command_id") if request.reveal_seed else None
         self.callers.admin(context)
         text = await self.auditor.export(game_id, reveal_seed=request.reveal_seed, command_id=command_id)
         return pb.ExportGameReply(record=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
-    @_answering
     async def ImportRecord(self, request: pb.ImportRecordRequest, context: Context) -> pb.ImportRecordReply:
         tokens: list[str] = []
 
@@ -274,9 +246,8 @@ class AuditService(pb_grpc.AuditServiceServicer):
             tokens.extend(new_token() for _ in range(count))
             return [token_hash(t) for t in tokens]
 
-        command_id = valid_id(request.command_id, "command_id")
-        if len(request.tournament_id) > 128:
-            raise InvalidInput("tournament_id", "at most 128 characters")
+        command_id = limits.identifier(request.command_id, "command_id")
+        limits.optional_identifier(request.tournament_id, "tournament_id")
         self.callers.admin(context)
         imported = await self.auditor.import_record(
             request.record,

@@ -16,14 +16,26 @@ error                         status
 ``Unavailable``               UNAVAILABLE
 ``Unauthenticated``           UNAUTHENTICATED
 ``PermissionDenied``          PERMISSION_DENIED
+anything else                 INTERNAL
 ============================  ======================
+
+An ``InvalidInput`` also carries ``google.rpc.BadRequest`` with one ``FieldViolation`` naming the field.
+Anything else a servicer raises is a bug, never the client's business: the client gets INTERNAL with the
+message ``internal error <id>`` and ErrorInfo reason ``INTERNAL`` (metadata ``error_id``), and the JSON
+log gets the same id with the method and the traceback — never a class name, SQL text or a card in the
+client's message. :class:`ErrorStatuses` applies this to every method of every service of the server, so
+a servicer only raises; nothing reaches a client as UNKNOWN.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import grpc
+import structlog
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
@@ -42,6 +54,8 @@ from service.errors import (
 )
 
 DOMAIN = "uno-audit"
+
+log = structlog.get_logger("uno_audit.api")
 
 CODES: Mapping[type[ServiceError], grpc.StatusCode] = {
     InvalidInput: grpc.StatusCode.INVALID_ARGUMENT,
@@ -65,13 +79,100 @@ def code_of(error: ServiceError) -> grpc.StatusCode:
 
 
 def status_of(error: ServiceError) -> grpc.Status:
-    """The ``grpc.Status`` carrying ``google.rpc.Status`` with an ErrorInfo detail."""
+    """The ``grpc.Status`` carrying ``google.rpc.Status`` with an ErrorInfo detail (and, for invalid
+    input, a BadRequest naming the field)."""
     code = code_of(error)
-    detail = any_pb2.Any()
-    detail.Pack(
-        error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=dict(error.metadata))
-    )
+    details = [
+        _packed(
+            error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=dict(error.metadata))
+        )
+    ]
+    if isinstance(error, InvalidInput):
+        violation = error_details_pb2.BadRequest.FieldViolation(field=error.field, description=error.message)
+        details.append(_packed(error_details_pb2.BadRequest(field_violations=[violation])))
+    return _status(code, error.message, details)
+
+
+def internal_status(error_id: str) -> grpc.Status:
+    """INTERNAL for a failure that is not the client's doing, naming only the id the log holds it under."""
+    info = error_details_pb2.ErrorInfo(reason="INTERNAL", domain=DOMAIN, metadata={"error_id": error_id})
+    return _status(grpc.StatusCode.INTERNAL, f"internal error {error_id}", [_packed(info)])
+
+
+def _packed(detail: Any) -> any_pb2.Any:
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    return packed
+
+
+def _status(code: grpc.StatusCode, message: str, details: list[any_pb2.Any]) -> grpc.Status:
     status: grpc.Status = rpc_status.to_status(
-        status_pb2.Status(code=getattr(code_pb2, code.name), message=error.message, details=[detail])
+        status_pb2.Status(code=getattr(code_pb2, code.name), message=message, details=details)
     )
     return status
+
+
+async def abort(context: grpc.aio.ServicerContext[Any, Any], method: str, error: Exception) -> None:
+    """End the call with ``error``'s status (``abort_with_status`` raises). An exception that is not a
+    :class:`ServiceError` is logged with its traceback under a fresh error id and answered INTERNAL."""
+    if isinstance(error, ServiceError):
+        await context.abort_with_status(status_of(error))
+    error_id = uuid.uuid4().hex[:16]
+    log.error("internal error", method=method, error_id=error_id, exc_info=error)
+    await context.abort_with_status(internal_status(error_id))
+
+
+class ErrorStatuses(grpc.aio.ServerInterceptor):
+    """The one place where what a servicer raises becomes a status, for every method of every service."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None:
+            return handler
+        if handler.unary_unary is not None and inspect.iscoroutinefunction(handler.unary_unary):
+            return grpc.unary_unary_rpc_method_handler(
+                _guard_unary(method, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
+            return grpc.unary_stream_rpc_method_handler(
+                _guard_stream(method, handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler  # the libraries' services (health's Watch, reflection) answer for themselves
+
+
+def _guard_unary(
+    method: str, behaviour: Callable[[Any, Any], Awaitable[Any]]
+) -> Callable[[Any, Any], Awaitable[Any]]:
+    async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            return await behaviour(request, context)
+        except grpc.aio.AbortError:
+            raise  # the call was already ended with its status
+        except Exception as error:
+            await abort(context, method, error)
+
+    return guarded
+
+
+def _guard_stream(
+    method: str, behaviour: Callable[[Any, Any], AsyncIterator[Any]]
+) -> Callable[[Any, Any], AsyncIterator[Any]]:
+    async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        try:
+            async for item in behaviour(request, context):
+                yield item
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await abort(context, method, error)
+
+    return guarded

@@ -31,6 +31,7 @@ from projections.check import check_game
 from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import DEFAULT_SET, run_projector
 from projections.quarantine import read_health
+from service import limits
 from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, game_pb2_grpc
 from service.audit.auditor import Auditor
 from service.embedded import embedded_database
@@ -39,6 +40,7 @@ from service.store import EventStore
 from .audit_servicer import AuditService
 from .auth import token_hash
 from .callers import Callers
+from .errors import ErrorStatuses
 from .handler import CommandHandler
 from .notify import Notifier
 from .servicer import GameService
@@ -54,6 +56,7 @@ def configure_logging() -> None:
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,  # an internal error's traceback, as one JSON string
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
@@ -149,7 +152,13 @@ async def start_server(
     handler = CommandHandler(store)
     notifier = Notifier(store)
     notifier.start()
-    server = grpc.aio.server()
+    server = grpc.aio.server(
+        interceptors=[ErrorStatuses()],
+        options=[
+            ("grpc.max_receive_message_length", limits.MAX_REQUEST_BYTES),
+            ("grpc.max_send_message_length", limits.MAX_REPLY_BYTES),
+        ],
+    )
     callers = Callers(store, token_hash(admin_token) if admin_token else None)
     game_pb2_grpc.add_GameServiceServicer_to_server(  # type: ignore[no-untyped-call]
         GameService(store, handler, notifier, callers), server

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 import structlog
@@ -20,6 +20,7 @@ from google.protobuf import struct_pb2, timestamp_pb2
 from projections import queries
 from projections.projector import DEFAULT_SET
 from projections.quarantine import read_health
+from service import limits
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.catalogue import type_name
@@ -36,6 +37,7 @@ from service.rules.cards import Card, CardError, Colour
 from service.rules.events import Awaiting, GameEnded
 from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
+from service.rules.setup import valid_name
 from service.store import Cursor, EventStore
 
 from . import errors
@@ -48,23 +50,15 @@ from .views import VARIANT_OF, event_message, game_view
 log = structlog.get_logger("uno_audit.api")
 Context = grpc.aio.ServicerContext[Any, Any]
 
-MAX_ID = 128
-MAX_PAGE = 500
 COLOURS = {c.value: c for c in Colour}
 
 _GAME_ENDED = type_name(GameEnded)
 
 
-def valid_id(value: str, field: str) -> str:
-    if not value or len(value) > MAX_ID or not value.isprintable():
-        raise InvalidInput(field, f"must be 1 to {MAX_ID} printable characters")
-    return value
-
-
 def _colour(value: str, field: str) -> Colour | None:
     if not value:
         return None
-    colour = COLOURS.get(value)
+    colour = COLOURS.get(limits.token(value, field))
     if colour is None:
         raise InvalidInput(field, f"{value!r} is not a colour (R, Y, G or B)")
     return colour
@@ -72,13 +66,45 @@ def _colour(value: str, field: str) -> Colour | None:
 
 def _card(value: str, field: str) -> Card:
     try:
-        return Card.parse(value)
+        return Card.parse(limits.token(value, field))
     except CardError as bad:
         raise InvalidInput(field, str(bad)) from None
 
 
 def _deck(tokens: Any, field: str) -> tuple[Card, ...]:
+    limits.count(tokens, field, limits.MAX_DECK)
     return tuple(_card(token, f"{field}[{i}]") for i, token in enumerate(tokens))
+
+
+def _options(options: struct_pb2.Struct) -> dict[str, Any]:
+    """``CreateGame.options`` as plain values, bounded: at most :data:`~service.limits.MAX_OPTIONS` keys
+    of printable names, values nested at most :data:`~service.limits.MAX_OPTION_DEPTH` deep (which
+    options exist and what each takes is the rules' business: :func:`make_options`)."""
+    limits.count(options.fields, "options", limits.MAX_OPTIONS)
+    for key in options.fields:
+        if not key or len(key) > limits.MAX_OPTION_KEY or not key.isprintable():
+            raise InvalidInput(
+                "options", f"an option name is 1 to {limits.MAX_OPTION_KEY} printable characters"
+            )
+    if _depth(options) > limits.MAX_OPTION_DEPTH:
+        raise InvalidInput("options", f"option values nest at most {limits.MAX_OPTION_DEPTH} deep")
+    try:
+        return {k: _plain(v) for k, v in dict(options).items()}
+    except ValueError:  # a protobuf Value with no kind set, at any depth
+        raise InvalidInput("options", "every option needs a value (a number, text, true/false)") from None
+
+
+def _depth(value: struct_pb2.Struct | struct_pb2.ListValue) -> int:
+    """How deep a Struct's lists and objects nest (1 for a flat one), read from the messages."""
+    children = value.fields.values() if isinstance(value, struct_pb2.Struct) else value.values
+    deepest = 0
+    for child in children:
+        kind = child.WhichOneof("kind")
+        if kind == "struct_value":
+            deepest = max(deepest, _depth(child.struct_value))
+        elif kind == "list_value":
+            deepest = max(deepest, _depth(child.list_value))
+    return 1 + deepest
 
 
 def _plain(value: Any) -> Any:
@@ -143,8 +169,8 @@ def command_rpc(
         header: pb.CommandHeader = request.header
         fields: dict[str, Any] = {"command": method, "game": header.game_id, "command_id": header.command_id}
         try:
-            game_id = valid_id(header.game_id, "header.game_id")
-            command_id = valid_id(header.command_id, "header.command_id")
+            game_id = limits.identifier(header.game_id, "header.game_id")
+            command_id = limits.identifier(header.command_id, "header.command_id")
             if header.HasField("expected_version") and header.expected_version < 0:
                 raise InvalidInput("header.expected_version", "must not be negative")
             caller = await self.callers.caller(context, game_id)
@@ -157,10 +183,10 @@ def command_rpc(
                 expected_version=header.expected_version if header.HasField("expected_version") else None,
                 metadata={"command_id": command_id, "actor": seat, "command": method},
             )
-        except ServiceError as error:
+        except ServiceError as error:  # answered by errors.ErrorStatuses, like every refusal
             fields.update(outcome="rejected", code=errors.code_of(error).name, rule=error.reason)
             log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
-            await fail(context, error)
+            raise
         fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
         fields["version"] = outcome.version
         log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
@@ -252,24 +278,24 @@ class GameService(pb_grpc.GameServiceServicer):
         started = time.perf_counter()
         try:
             caller, _ = self.callers.server_caller(context)
-            command_id = valid_id(request.command_id, "command_id")
+            command_id = limits.identifier(request.command_id, "command_id")
             variant = VARIANT_OF.get(request.variant)
             if variant is None:
                 raise InvalidInput("variant", "choose CLASSIC, SONIC, ATTACK or MARIO_KART")
-            try:
-                given = {k: _plain(v) for k, v in dict(request.options).items()}
-            except ValueError:  # a protobuf Value with no kind set, at any depth
-                raise InvalidInput(
-                    "options", "every option needs a value (a number, text, true/false)"
-                ) from None
+            given = _options(request.options)
             if request.HasField("target_score"):
                 given["target_score"] = request.target_score
             try:
                 options = make_options(variant, given)
             except OptionError as bad:
                 raise InvalidInput("options", str(bad)) from None
-            if len(request.tournament_id) > MAX_ID or not request.tournament_id.isprintable():
-                raise InvalidInput("tournament_id", f"at most {MAX_ID} printable characters")
+            limits.optional_identifier(request.tournament_id, "tournament_id")
+            limits.count(request.players, "players", limits.MAX_PLAYERS)
+            for seat, name in enumerate(request.players):
+                if not valid_name(name):
+                    raise InvalidInput(
+                        f"players[{seat}]", f"a name is 1 to {limits.MAX_NAME} printable characters"
+                    )
             first_round = None
             if request.fixed_deck:
                 if not caller.admin:
@@ -299,7 +325,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 rule=error.reason,
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
-            await fail(context, error)
+            raise
         outcome = created.outcome
         log.info(
             "command",
@@ -321,24 +347,20 @@ class GameService(pb_grpc.GameServiceServicer):
         )
 
     async def GetGame(self, request: pb.GetGameRequest, context: Context) -> pb.GameView:
-        try:
-            game_id = valid_id(request.game_id, "game_id")
-            caller = await self.callers.caller(context, game_id)
-            loaded = await self.handler.load(game_id)
-        except ServiceError as error:
-            await fail(context, error)
+        game_id = limits.identifier(request.game_id, "game_id")
+        caller = await self.callers.caller(context, game_id)
+        loaded = await self.handler.load(game_id)
         return game_view(game_id, loaded.state, loaded.version, caller, loaded.tournament_id)
 
     async def ListGames(self, request: pb.ListGamesRequest, context: Context) -> pb.ListGamesReply:
-        try:
-            self.callers.server_caller(context)  # a malformed authorization header is refused here too
-            size = request.page_size or 50
-            if not 1 <= size <= MAX_PAGE:
-                raise InvalidInput("page_size", f"must be 1 to {MAX_PAGE}")
-        except ServiceError as error:
-            await fail(context, error)
+        self.callers.server_caller(context)  # a malformed authorization header is refused here too
+        size = request.page_size or 50
+        if not 1 <= size <= limits.MAX_PAGE:
+            raise InvalidInput("page_size", f"must be 1 to {limits.MAX_PAGE}")
         rows = await self.store.list_games(
-            tournament_id=request.tournament_id or None, after=request.page_token or None, limit=size + 1
+            tournament_id=limits.optional_identifier(request.tournament_id, "tournament_id"),
+            after=limits.optional_identifier(request.page_token, "page_token"),
+            limit=size + 1,
         )
         games = []
         for row in rows[:size]:
@@ -358,15 +380,11 @@ class GameService(pb_grpc.GameServiceServicer):
         return pb.ListGamesReply(games=games, next_page_token=token)
 
     async def WatchGame(self, request: pb.WatchGameRequest, context: Context) -> AsyncIterator[pb.Event]:
-        try:
-            game_id = valid_id(request.game_id, "game_id")
-            if request.after_version < 0:
-                raise InvalidInput("after_version", "must not be negative")
-            caller = await self.callers.caller(context, game_id)
-            loaded = await self.handler.load(game_id)
-        except ServiceError as error:
-            await context.abort_with_status(errors.status_of(error))
-            return
+        game_id = limits.identifier(request.game_id, "game_id")
+        if request.after_version < 0:
+            raise InvalidInput("after_version", "must not be negative")
+        caller = await self.callers.caller(context, game_id)
+        loaded = await self.handler.load(game_id)
         players = len(loaded.state.players)
         after = request.after_version
         if loaded.state.awaiting is Awaiting.GAME_OVER and after >= loaded.version:
@@ -384,16 +402,14 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def GetScores(self, request: pb.GetScoresRequest, context: Context) -> pb.GetScoresReply:
         try:
-            game_id = valid_id(request.game_id, "game_id")
+            game_id = limits.identifier(request.game_id, "game_id")
             await self.callers.caller(context, game_id)
             wanted = self._min_version(request)
             found = await queries.scores(self.store, game_id, min_version=wanted)
             if found is None:
                 raise NotFound(f"no game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
-            await fail(context, _lagging(lag))
-        except ServiceError as error:
-            await fail(context, error)
+            raise _lagging(lag) from None
         return pb.GetScoresReply(
             game_id=game_id,
             version=found.version,
@@ -412,7 +428,7 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def GetStandings(self, request: pb.GetStandingsRequest, context: Context) -> pb.GetStandingsReply:
         try:
-            tournament = valid_id(request.tournament_id, "tournament_id")
+            tournament = limits.identifier(request.tournament_id, "tournament_id")
             self.callers.server_caller(context)
             cursor = None
             if request.HasField("min_cursor"):
@@ -421,9 +437,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 cursor = Cursor(request.min_cursor.xid, request.min_cursor.position)
             found = await queries.standings(self.store, tournament, min_cursor=cursor)
         except queries.ProjectionLag as lag:
-            await fail(context, _lagging(lag))
-        except ServiceError as error:
-            await fail(context, error)
+            raise _lagging(lag) from None
         return pb.GetStandingsReply(
             tournament_id=tournament,
             cursor=pb.ProjectionCursor(xid=found.cursor.xid, position=found.cursor.position),
@@ -445,7 +459,7 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def GetHand(self, request: pb.GetHandRequest, context: Context) -> pb.GetHandReply:
         try:
-            game_id = valid_id(request.game_id, "game_id")
+            game_id = limits.identifier(request.game_id, "game_id")
             caller = await self.callers.caller(context, game_id)
             if caller.spectator:
                 raise Unauthenticated("reading a hand needs that seat's token or the admin's")
@@ -457,9 +471,7 @@ class GameService(pb_grpc.GameServiceServicer):
             if found is None:
                 raise NotFound(f"no seat {request.seat} of game {game_id!r} in the read models")
         except queries.ProjectionLag as lag:
-            await fail(context, _lagging(lag))
-        except ServiceError as error:
-            await fail(context, error)
+            raise _lagging(lag) from None
         return pb.GetHandReply(
             game_id=game_id, seat=found.seat, version=found.version, cards=list(found.cards)
         )
@@ -469,10 +481,7 @@ class GameService(pb_grpc.GameServiceServicer):
     ) -> pb.ProjectionLagReply:
         """The lag, the quarantined games and the projector's failure; the errors' text only for the
         admin, since a quarantined game's reason may quote hidden information from its events."""
-        try:
-            caller, _ = self.callers.server_caller(context)
-        except ServiceError as error:
-            await fail(context, error)
+        caller, _ = self.callers.server_caller(context)
         async with queries.connection(self.store) as conn:
             health = await read_health(conn, DEFAULT_SET)
         lag = health.lag
@@ -508,12 +517,6 @@ class GameService(pb_grpc.GameServiceServicer):
         if request.min_version < 0:
             raise InvalidInput("min_version", "must not be negative")
         return request.min_version
-
-
-async def fail(context: Context, error: ServiceError) -> NoReturn:
-    """End the RPC with ``error`` as a rich status (``abort_with_status`` raises; it never returns)."""
-    await context.abort_with_status(errors.status_of(error))
-    raise AssertionError("unreachable: abort_with_status raises")
 
 
 def _lagging(lag: queries.ProjectionLag) -> Unavailable:

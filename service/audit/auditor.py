@@ -23,6 +23,7 @@ from psycopg import errors as pg_errors
 
 from service.catalogue import decode_entry, encode, type_name
 from service.errors import InvalidInput, NotFound, Precondition, ServiceError
+from service.limits import MAX_RECORD_BYTES, free_text
 from service.rules.options import OptionError, make_options
 from service.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
 from service.store import AppendResult, EventStore, NewEvent
@@ -45,8 +46,6 @@ from .verify import verify_record
 
 _log = structlog.get_logger(__name__)
 
-MAX_CLAIM = 2000
-MAX_RECORD_BYTES = 4_000_000
 
 #: The read models' cross-check of one game: what is wrong with its projected rows (nothing: they agree
 #: with its log). The read models are built on the service, so the auditor does not import them: whoever
@@ -232,9 +231,7 @@ class Auditor:
         any: they describe the catch to judge when the log holds none at ``position``
         (:meth:`rule_on_dispute`). ``seat`` is only who filed it.
         """
-        claim = claim.strip()
-        if not 1 <= len(claim) <= MAX_CLAIM or "\x00" in claim:
-            raise InvalidInput("claim", f"say what is disputed in 1 to {MAX_CLAIM} characters")
+        claim = free_text(claim, "claim", required=True).strip()
         dispute_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"uno-audit:{game_id}:{command_id}"))
 
         def decide(log: GameLog) -> list[Entry]:
@@ -261,8 +258,7 @@ class Auditor:
         log holds none there (:func:`stored_game.adjudicate`). The ruling says which, and where the
         dispute's names differ from the recorded one.
         """
-        if len(note) > MAX_CLAIM or "\x00" in note:
-            raise InvalidInput("note", f"a note has at most {MAX_CLAIM} characters")
+        free_text(note, "note", required=False)
 
         def decide(log: GameLog) -> list[Entry]:
             dispute = _find_dispute(log, dispute_id)
@@ -313,7 +309,7 @@ class Auditor:
         hashes of the *n* new seat tokens.
         """
         if len(text.encode("utf-8")) > MAX_RECORD_BYTES:
-            raise InvalidInput("record", f"a record has at most {MAX_RECORD_BYTES} bytes")
+            raise InvalidInput("record", f"a record has at most {MAX_RECORD_BYTES} bytes (4 MiB)")
         if "\x00" in text:
             raise InvalidInput("record", "a record cannot hold the character U+0000")
         try:

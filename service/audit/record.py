@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from service.limits import MAX_JSON_DEPTH, json_depth
 from service.rules.cards import Card, CardError, Colour, tokens
 from service.rules.options import Variant, make_options
 from service.rules.setup import MAX_NAME, valid_name
@@ -404,6 +405,8 @@ class _Line:
 
 
 def _load_object(number: int, line: str) -> dict[str, Any]:
+    if json_depth(line) > MAX_JSON_DEPTH:
+        raise RecordError(number, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         value = _DECODER.decode(line)
     except json.JSONDecodeError as error:

@@ -133,6 +133,18 @@ def error_info(error: grpc.aio.AioRpcError) -> error_details_pb2.ErrorInfo:
     raise AssertionError(f"no ErrorInfo in {status}")
 
 
+def bad_request(error: grpc.aio.AioRpcError) -> error_details_pb2.BadRequest:
+    """The ``google.rpc.BadRequest`` detail of an INVALID_ARGUMENT (it names the field)."""
+    status = rpc_status.from_call(error)
+    assert status is not None, f"no rich status in {error!r}"
+    for detail in status.details:
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            found = error_details_pb2.BadRequest()
+            detail.Unpack(found)
+            return found
+    raise AssertionError(f"no BadRequest in {status}")
+
+
 async def fails(call: Awaitable[Any]) -> grpc.aio.AioRpcError:
     """The error a call ends with (the test fails if it succeeds)."""
     try:
@@ -152,6 +164,7 @@ async def fails_with(
     if field is not None:
         assert info.metadata["field"] == field, f"{info} names another field than {field}"
         assert field in (error.details() or "")
+        assert [v.field for v in bad_request(error).field_violations] == [field]
     if reason is not None:
         assert info.reason == reason, f"{error.details()}: reason {info.reason!r}, not {reason!r}"
     return error

@@ -268,12 +268,12 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("no players", create(players=[]), INVALID, "players"),
             Case("eleven players", create(players=[f"p{i}" for i in range(11)]), INVALID, "players"),
             Case("duplicate names", create(players=["a", "b", "a"]), INVALID, "players"),
-            Case("empty name", create(players=["a", ""]), INVALID, "players"),
+            Case("empty name", create(players=["a", ""]), INVALID, "players[1]"),
             # A name is keyed on in the read models: a 3,000-character one once stopped the projector.
-            Case("a 3,000-character name", create(players=["a", "b" * 3000]), INVALID, "players"),
-            Case("a 65-character name", create(players=["a", "b" * 65]), INVALID, "players"),
-            Case("a NUL in a name", create(players=["a", "b\x00"]), INVALID, "players"),
-            Case("a line break in a name", create(players=["a", "b\nc"]), INVALID, "players"),
+            Case("a 3,000-character name", create(players=["a", "b" * 3000]), INVALID, "players[1]"),
+            Case("a 65-character name", create(players=["a", "b" * 65]), INVALID, "players[1]"),
+            Case("a NUL in a name", create(players=["a", "b\x00"]), INVALID, "players[1]"),
+            Case("a line break in a name", create(players=["a", "b\nc"]), INVALID, "players[1]"),
             Case("unknown option", create(options={"house_rule": True}), INVALID, "options"),
             Case("an option without a value", kindless("target_score"), INVALID, "options"),
             Case("a list holding no value", kindless("launcher_weights", in_list=True), INVALID, "options"),
@@ -281,6 +281,14 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("option out of range", create(options={"target_score": 0}), INVALID, "options"),
             Case("fractional option", create(options={"target_score": 1.5}), INVALID, "options"),
             Case("bad option choice", create(options={"dealer_selection": "vote"}), INVALID, "options"),
+            Case("33 options", create(options={f"o{i}": 1 for i in range(33)}), INVALID, "options"),
+            Case("a 65-character option name", create(options={"o" * 65: 1}), INVALID, "options"),
+            Case("a control character in an option name", create(options={"a\x01": 1}), INVALID, "options"),
+            Case("options nested 5 deep", create(options={"x": [[[[1]]]]}), INVALID, "options"),
+            Case("a 129-character tournament id", create(tournament_id="t" * 129), INVALID, "tournament_id"),
+            Case("a NUL in a tournament id", create(tournament_id="t\x00"), INVALID, "tournament_id"),
+            Case("a 17-character card", create(ADMIN, fixed_deck=["R1" * 9]), INVALID, "fixed_deck[0]"),
+            Case("a 257-card fixed deck", create(ADMIN, fixed_deck=["R1"] * 257), INVALID, "fixed_deck"),
             Case("target_score zero", create(target_score=0), INVALID, "options"),
             Case("target_score negative", create(target_score=-5), INVALID, "options"),
             Case("dealer out of range", create(dealer=3), INVALID, "dealer"),
@@ -315,8 +323,8 @@ async def test_reading_rpcs(stub: pb_grpc.GameServiceStub, database_url: str) ->
     def watch(game_id: str, after: int = 0) -> Callable[[], Awaitable[Any]]:
         return lambda: stub.WatchGame(pb.WatchGameRequest(game_id=game_id, after_version=after)).read()
 
-    def listing(size: int) -> Callable[[], Awaitable[Any]]:
-        return lambda: stub.ListGames(pb.ListGamesRequest(page_size=size))
+    def listing(size: int = 0, **fields: str) -> Callable[[], Awaitable[Any]]:
+        return lambda: stub.ListGames(pb.ListGamesRequest(page_size=size, **fields))
 
     await _check(
         [
@@ -329,6 +337,10 @@ async def test_reading_rpcs(stub: pb_grpc.GameServiceStub, database_url: str) ->
             Case("WatchGame negative after_version", watch(game.game_id, -1), INVALID, "after_version"),
             Case("ListGames negative page", listing(-1), INVALID, "page_size"),
             Case("ListGames page too large", listing(501), INVALID, "page_size"),
+            Case("ListGames NUL in the page token", listing(page_token="a\x00"), INVALID, "page_token"),
+            Case("ListGames long page token", listing(page_token=LONG), INVALID, "page_token"),
+            Case("ListGames NUL in the tournament", listing(tournament_id="\x00"), INVALID, "tournament_id"),
+            Case("GetGame NUL in the id", get("g\x00"), INVALID, "game_id"),
         ],
         database_url,
     )
