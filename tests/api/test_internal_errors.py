@@ -3,6 +3,7 @@ id, and the JSON log holds the same id with the method and the traceback (servic
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 import grpc
@@ -27,7 +28,7 @@ async def _broken(*_args: Any, **_kwargs: Any) -> Any:
     raise RuntimeError(SECRET)
 
 
-def _internal(error: grpc.aio.AioRpcError, logged: list[dict[str, Any]], method: str) -> None:
+def _internal(error: grpc.aio.AioRpcError, logged: list[MutableMapping[str, Any]], method: str) -> None:
     assert error.code() is grpc.StatusCode.INTERNAL
     info = error_info(error)
     error_id = info.metadata["error_id"]
