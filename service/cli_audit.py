@@ -51,6 +51,7 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
     ``args.data_dir``), migrated first; its exit status, or 2 with a one-line message for a refusal or a
     database that cannot be used."""
     import psycopg
+    import structlog
     from psycopg_pool import PoolTimeout
 
     from projections.check import check_game
@@ -58,6 +59,9 @@ def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[in
     from service.errors import ServiceError, exit_code
     from service.store import EventStore, StoreError
 
+    # Standard output is the command's report (one JSON object with --json): whatever the auditor logs
+    # (a game ``verify --all`` could not verify and went on past) goes to standard error.
+    structlog.configure(logger_factory=lambda *_: structlog.PrintLogger(sys.stderr))
     url: str | None = args.database_url
     embedded = None
     if url is None:

@@ -42,9 +42,29 @@ KINDS = {pb.UNO_CATCH: DisputeKind.UNO_CATCH, pb.WD4_CHALLENGE: DisputeKind.WD4_
 KIND_VALUES = {kind.value: value for value, kind in KINDS.items()}
 
 
+#: The largest whole number a ``Struct``'s numbers (doubles) hold exactly.
+_EXACT = 2**53
+
+
+def _exact(value: Any) -> Any:
+    """A report's JSON value with every whole number a double cannot hold exactly as its decimal digits.
+
+    Only an edited log holds such numbers (a payload field set to 10**400), and a report shows them:
+    as a number one would go out rounded, or not at all (a ``Struct`` refuses what a double cannot
+    reach), and the reply with it.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _EXACT:
+        return str(value)
+    if isinstance(value, Mapping):
+        return {key: _exact(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_exact(item) for item in value]
+    return value
+
+
 def _struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
     out = struct_pb2.Struct()
-    out.update(value)
+    out.update(_exact(value))
     return out
 
 

@@ -205,9 +205,11 @@ class Outcome:
     @classmethod
     def from_json(cls, stored: Mapping[str, Any], *, verdict: bool) -> Outcome:
         """The outcome a game's log holds (:meth:`to_json`'s shape; ``verdict``: an imported record's).
-        Raises ``ValueError`` when it is not one, which only an edited log's can be."""
+        Raises ``ValueError`` when it is not one, which only an edited log's can be: one that does not
+        write back as the same JSON (scores given as a list of pairs, a round with other keys…) is not,
+        so that what a report shows of it is always the log's own JSON."""
         try:
-            return cls(
+            outcome = cls(
                 tuple(RoundScore(r["round"], r["winner"], r["points"]) for r in stored["rounds"]),
                 dict(stored["scores"]),
                 stored["winner"],
@@ -215,6 +217,9 @@ class Outcome:
             )
         except (KeyError, TypeError, ValueError) as bad:
             raise ValueError(f"not an outcome: {bad!r}") from None
+        if outcome.to_json() != stored:
+            raise ValueError("not an outcome: it has other keys or other shapes than an outcome's")
+        return outcome
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
