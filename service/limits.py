@@ -79,6 +79,14 @@ def free_text(value: str, field: str, *, required: bool) -> str:
     return value
 
 
+def page_size(value: int, default: int) -> int:
+    """A page size: 0 means ``default``, else 1 to :data:`MAX_PAGE`."""
+    size = value or default
+    if not 1 <= size <= MAX_PAGE:
+        raise InvalidInput("page_size", f"must be 1 to {MAX_PAGE}")
+    return size
+
+
 def count(items: Any, field: str, most: int) -> None:
     """A repeated field of at most ``most`` items."""
     if len(items) > most:

@@ -137,6 +137,14 @@ def _dispute(game_id: str, dispute: Dispute, caller: Caller) -> pb.Dispute:
     return out
 
 
+def _dispute_key(page_token: str) -> tuple[str, int]:
+    """The (game id, filed at) a page of disputes continues after; its token is ``filed_at:game_id``."""
+    position, _, game_id = page_token.partition(":")
+    if not position.isdigit() or len(position) > 18:
+        raise InvalidInput("page_token", "not a token this list handed out")
+    return limits.identifier(game_id, "page_token"), int(position)
+
+
 class AuditService(pb_grpc.AuditServiceServicer):
     """The ``uno.audit.v1.AuditService`` implementation."""
 
@@ -249,8 +257,16 @@ class AuditService(pb_grpc.AuditServiceServicer):
             caller = await self.callers.caller(context, game_id)
             if caller.spectator:
                 raise Unauthenticated("listing disputes needs a seat token of this game or the admin")
+        size = limits.page_size(request.page_size, 100)
+        after = _dispute_key(request.page_token) if request.page_token else None
         found = await self.auditor.list_disputes(game_id, request.status or None)
-        return pb.ListDisputesReply(disputes=[_dispute(game, dispute, caller) for game, dispute in found])
+        found.sort(key=lambda listed: (listed[0], listed[1].filed_at))  # the order the tokens follow
+        page = [(game, d) for game, d in found if after is None or (game, d.filed_at) > after][: size + 1]
+        last = page[size - 1] if len(page) > size else None
+        return pb.ListDisputesReply(
+            disputes=[_dispute(game, dispute, caller) for game, dispute in page[:size]],
+            next_page_token="" if last is None else f"{last[1].filed_at}:{last[0]}",
+        )
 
     async def ExportGame(self, request: pb.ExportGameRequest, context: Context) -> pb.ExportGameReply:
         game_id = limits.identifier(request.game_id, "game_id")

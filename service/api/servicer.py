@@ -354,9 +354,7 @@ class GameService(pb_grpc.GameServiceServicer):
 
     async def ListGames(self, request: pb.ListGamesRequest, context: Context) -> pb.ListGamesReply:
         self.callers.server_caller(context)  # a malformed authorization header is refused here too
-        size = request.page_size or 50
-        if not 1 <= size <= limits.MAX_PAGE:
-            raise InvalidInput("page_size", f"must be 1 to {limits.MAX_PAGE}")
+        size = limits.page_size(request.page_size, 50)
         rows = await self.store.list_games(
             tournament_id=limits.optional_identifier(request.tournament_id, "tournament_id"),
             after=limits.optional_identifier(request.page_token, "page_token"),
@@ -435,12 +433,16 @@ class GameService(pb_grpc.GameServiceServicer):
                 if request.min_cursor.xid < 0 or request.min_cursor.position < 0:
                     raise InvalidInput("min_cursor", "xid and position must not be negative")
                 cursor = Cursor(request.min_cursor.xid, request.min_cursor.position)
+            size = limits.page_size(request.page_size, 100)
+            start = offset_of(request.page_token)
             found = await queries.standings(self.store, tournament, min_cursor=cursor)
         except queries.ProjectionLag as lag:
             raise _lagging(lag) from None
+        end = start + size
         return pb.GetStandingsReply(
             tournament_id=tournament,
             cursor=pb.ProjectionCursor(xid=found.cursor.xid, position=found.cursor.position),
+            next_page_token=str(end) if end < len(found.rows) else "",
             standings=[
                 pb.Standing(
                     player=row.player,
@@ -453,7 +455,7 @@ class GameService(pb_grpc.GameServiceServicer):
                     challenges_won=row.challenges_won,
                     challenges_lost=row.challenges_lost,
                 )
-                for row in found.rows
+                for row in found.rows[start:end]
             ],
         )
 
@@ -517,6 +519,15 @@ class GameService(pb_grpc.GameServiceServicer):
         if request.min_version < 0:
             raise InvalidInput("min_version", "must not be negative")
         return request.min_version
+
+
+def offset_of(page_token: str) -> int:
+    """Where a page of a ranked list starts: its token is the number of rows before it ("" for 0)."""
+    if not page_token:
+        return 0
+    if not page_token.isdigit() or len(page_token) > 9:
+        raise InvalidInput("page_token", "not a token this list handed out")
+    return int(page_token)
 
 
 def _lagging(lag: queries.ProjectionLag) -> Unavailable:

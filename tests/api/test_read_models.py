@@ -51,6 +51,23 @@ async def test_scores_and_standings_follow_the_games(stub: pb_grpc.GameServiceSt
     assert all(row.games == 2 for row in by_player.values())
     assert {p: r.wins for p, r in by_player.items() if r.wins} == wins
     assert {p: r.points for p, r in by_player.items() if r.points} == points
+    paged = []
+    token = ""
+    for _ in range(3):  # three players, pages of two: two pages, then no token
+        page = await stub.GetStandings(
+            pb.GetStandingsRequest(tournament_id=TOURNAMENT, min_cursor=cursor, page_size=2, page_token=token)
+        )
+        paged.append([row.player for row in page.standings])
+        token = page.next_page_token
+        if not token:
+            break
+    assert paged == [[r.player for r in standings.standings][:2], [r.player for r in standings.standings][2:]]
+    for bad in ("-1", "x", "1" * 10):
+        await fails_with(
+            stub.GetStandings(pb.GetStandingsRequest(tournament_id=TOURNAMENT, page_token=bad)),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            field="page_token",
+        )
 
 
 async def test_a_seat_reads_its_own_hand_as_of_its_own_write(stub: pb_grpc.GameServiceStub) -> None:

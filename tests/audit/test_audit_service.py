@@ -395,3 +395,49 @@ async def test_watchers_see_a_ruling_but_only_the_adjudicator_sees_the_hand_in_i
     assert (await ruling_seen_by(ADMIN))["evidence"]["hand"] == hand
     seen = await ruling_seen_by(game.seat(0))
     assert seen["verdict"] == "no-penalty" and seen["evidence"]["hand"] == [None] * 7
+
+
+async def test_dispute_lists_are_paged(audit: AuditStub) -> None:
+    """Every game's disputes come in pages of at most page_size, by game then filing, each exactly once."""
+    text = (RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8")
+    filed: list[tuple[str, int]] = []
+    for _ in range(2):
+        imported = await audit.ImportRecord(
+            apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+        )
+        for _ in range(3):
+            dispute = await audit.FileDispute(
+                apb.FileDisputeRequest(
+                    game_id=imported.game_id,
+                    command_id=new_id(),
+                    kind=apb.UNO_CATCH,
+                    position=2,
+                    claim="paging",
+                    as_seat=0,
+                ),
+                metadata=ADMIN,
+            )
+            filed.append((dispute.game_id, dispute.filed_at))
+    pages: list[list[tuple[str, int]]] = []
+    token = ""
+    while True:
+        page = await audit.ListDisputes(
+            apb.ListDisputesRequest(page_size=4, page_token=token), metadata=ADMIN
+        )
+        pages.append([(d.game_id, d.filed_at) for d in page.disputes])
+        token = page.next_page_token
+        if not token:
+            break
+    assert [len(p) for p in pages] == [4, 2]
+    assert [d for p in pages for d in p] == sorted(filed)
+    for bad in ("x", "1", "12:", "a:b", "9" * 19 + ":g"):
+        await fails_with(
+            audit.ListDisputes(apb.ListDisputesRequest(page_token=bad), metadata=ADMIN),
+            grpc.StatusCode.INVALID_ARGUMENT,
+            field="page_token",
+        )
+    await fails_with(
+        audit.ListDisputes(apb.ListDisputesRequest(page_size=501), metadata=ADMIN),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="page_size",
+    )

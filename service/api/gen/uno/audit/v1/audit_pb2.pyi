@@ -146,18 +146,24 @@ class RuleOnDisputeRequest(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., dispute_id: _Optional[str] = ..., command_id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
 
 class ListDisputesRequest(_message.Message):
-    __slots__ = ("game_id", "status")
+    __slots__ = ("game_id", "status", "page_size", "page_token")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     status: str
-    def __init__(self, game_id: _Optional[str] = ..., status: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, game_id: _Optional[str] = ..., status: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListDisputesReply(_message.Message):
-    __slots__ = ("disputes",)
+    __slots__ = ("disputes", "next_page_token")
     DISPUTES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     disputes: _containers.RepeatedCompositeFieldContainer[Dispute]
-    def __init__(self, disputes: _Optional[_Iterable[_Union[Dispute, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, disputes: _Optional[_Iterable[_Union[Dispute, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ExportGameRequest(_message.Message):
     __slots__ = ("game_id", "reveal_seed", "command_id")

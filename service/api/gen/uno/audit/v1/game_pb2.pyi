@@ -341,12 +341,16 @@ class GetScoresReply(_message.Message):
     def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., status: _Optional[str] = ..., seats: _Optional[_Iterable[_Union[SeatScore, _Mapping]]] = ..., rounds: _Optional[_Iterable[_Union[RoundScore, _Mapping]]] = ...) -> None: ...
 
 class GetStandingsRequest(_message.Message):
-    __slots__ = ("tournament_id", "min_cursor")
+    __slots__ = ("tournament_id", "min_cursor", "page_size", "page_token")
     TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
     MIN_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     tournament_id: str
     min_cursor: ProjectionCursor
-    def __init__(self, tournament_id: _Optional[str] = ..., min_cursor: _Optional[_Union[ProjectionCursor, _Mapping]] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, tournament_id: _Optional[str] = ..., min_cursor: _Optional[_Union[ProjectionCursor, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class Standing(_message.Message):
     __slots__ = ("player", "games", "wins", "rounds_won", "points", "uno_penalties_given", "uno_penalties_taken", "challenges_won", "challenges_lost")
@@ -371,14 +375,16 @@ class Standing(_message.Message):
     def __init__(self, player: _Optional[str] = ..., games: _Optional[int] = ..., wins: _Optional[int] = ..., rounds_won: _Optional[int] = ..., points: _Optional[int] = ..., uno_penalties_given: _Optional[int] = ..., uno_penalties_taken: _Optional[int] = ..., challenges_won: _Optional[int] = ..., challenges_lost: _Optional[int] = ...) -> None: ...
 
 class GetStandingsReply(_message.Message):
-    __slots__ = ("tournament_id", "cursor", "standings")
+    __slots__ = ("tournament_id", "cursor", "standings", "next_page_token")
     TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     STANDINGS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     tournament_id: str
     cursor: ProjectionCursor
     standings: _containers.RepeatedCompositeFieldContainer[Standing]
-    def __init__(self, tournament_id: _Optional[str] = ..., cursor: _Optional[_Union[ProjectionCursor, _Mapping]] = ..., standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, tournament_id: _Optional[str] = ..., cursor: _Optional[_Union[ProjectionCursor, _Mapping]] = ..., standings: _Optional[_Iterable[_Union[Standing, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetHandRequest(_message.Message):
     __slots__ = ("game_id", "seat", "min_version")
