@@ -15,7 +15,7 @@ from service.audit.entries import DisputeKind
 from service.audit.game_report import ProjectionCheck
 from service.rules.options import Variant
 from service.store import EventStore
-from tests.projections.projection_support import dump
+from tests.projections.projection_support import dump, wait_readable
 
 from .support import store_simulated
 
@@ -49,6 +49,7 @@ async def test_the_read_models_step_over_the_audit_trail(store: EventStore, data
     )
 
     await apply_migrations(database_url)
+    await wait_readable(store)  # a transaction of another test's database may hold the horizon back
     async with await Projector.open(database_url) as projector:
         await projector.catch_up()
     assert await check_game(store, live) == []
