@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import grpc
 import pytest
@@ -10,7 +11,9 @@ import pytest
 from projections.migrate import apply_migrations
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
-from tests.conftest import ServiceLogin
+
+if TYPE_CHECKING:  # the root conftest is not importable as a module of a package
+    from tests.conftest import ServiceLogin
 
 pytest.register_assert_rewrite("tests.api.support")
 
