@@ -16,10 +16,16 @@ error                         status
 ``Unavailable``               UNAVAILABLE
 ``Unauthenticated``           UNAUTHENTICATED
 ``PermissionDenied``          PERMISSION_DENIED
+the database unreachable      UNAVAILABLE (reason ``DATABASE_UNAVAILABLE``)
 anything else                 INTERNAL
 ============================  ======================
 
-An ``InvalidInput`` also carries ``google.rpc.BadRequest`` with one ``FieldViolation`` naming the field.
+An ``InvalidInput`` also carries ``google.rpc.BadRequest`` with one ``FieldViolation`` naming the field;
+every UNAVAILABLE carries ``google.rpc.RetryInfo``: it is safe to retry, commands with the same command id
+(a command whose reply was lost is then answered with its first result). A database that cannot be
+reached, a connection lost mid-call or a pool with no connection to give (psycopg's ``OperationalError``
+and ``InterfaceError``) is UNAVAILABLE too: the store, not the request, is at fault, and the pool and the
+projector reconnect by themselves.
 Anything else a servicer raises is a bug, never the client's business: the client gets INTERNAL with the
 message ``internal error <id>`` and ErrorInfo reason ``INTERNAL`` (metadata ``error_id``), and the JSON
 log gets the same id with the method and the traceback — never a class name, SQL text or a card in the
@@ -35,8 +41,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
+import psycopg
 import structlog
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -54,6 +61,8 @@ from service.errors import (
 )
 
 DOMAIN = "uno-audit"
+#: How long a client should wait before retrying an UNAVAILABLE call (RetryInfo.retry_delay).
+RETRY_DELAY_SECONDS = 1
 
 log = structlog.get_logger("uno_audit.api")
 
@@ -87,6 +96,12 @@ def status_of(error: ServiceError) -> grpc.Status:
             error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN, metadata=dict(error.metadata))
         )
     ]
+    if isinstance(error, Unavailable):
+        details.append(
+            _packed(
+                error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=RETRY_DELAY_SECONDS))
+            )
+        )
     if isinstance(error, InvalidInput):
         violation = error_details_pb2.BadRequest.FieldViolation(field=error.field, description=error.message)
         details.append(_packed(error_details_pb2.BadRequest(field_violations=[violation])))
@@ -115,6 +130,11 @@ def _status(code: grpc.StatusCode, message: str, details: list[any_pb2.Any]) -> 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], method: str, error: Exception) -> None:
     """End the call with ``error``'s status (``abort_with_status`` raises). An exception that is not a
     :class:`ServiceError` is logged with its traceback under a fresh error id and answered INTERNAL."""
+    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+        log.warning("database unavailable", method=method, error=type(error).__name__)
+        error = Unavailable(
+            "the database is unavailable; retry (with the same command id)", reason="DATABASE_UNAVAILABLE"
+        )
     if isinstance(error, ServiceError):
         await context.abort_with_status(status_of(error))
     error_id = uuid.uuid4().hex[:16]

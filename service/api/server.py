@@ -36,6 +36,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, ga
 from service.audit.auditor import Auditor
 from service.embedded import embedded_database
 from service.store import EventStore
+from service.store.store import DEFAULT_TIMEOUT
 
 from .audit_servicer import AuditService
 from .auth import token_hash
@@ -51,18 +52,36 @@ GRACE_SECONDS = 10.0
 
 
 def configure_logging() -> None:
-    """structlog JSON lines on standard output."""
+    """structlog JSON lines on standard output, the libraries' logs included.
+
+    psycopg, psycopg_pool and grpc log through the standard library's ``logging``; its root handler
+    renders their records with the same processors, so an operator's log is JSON line by line whoever
+    wrote it (a pool's "connection lost" warning as much as the service's own lines).
+    """
+    shared: list[structlog.types.Processor] = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,  # an internal error's traceback, as one JSON string
+    ]
     structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,  # an internal error's traceback, as one JSON string
-            structlog.processors.JSONRenderer(),
-        ],
+        processors=[*shared, structlog.processors.JSONRenderer()],
         wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
         logger_factory=structlog.PrintLoggerFactory(sys.stdout),
         cache_logger_on_first_use=True,
     )
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.JSONRenderer(),
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(logging.INFO)
 
 
 PROJECTIONS_SERVICE = "uno.audit.v1.Projections"
@@ -139,10 +158,12 @@ async def start_server(
     admin_token: str | None,
     pool_size: int = 10,
     projector: bool = True,
+    database_timeout: float = DEFAULT_TIMEOUT,
 ) -> RunningServer:
     """Open the store (migrating it and the read models), and start serving on ``listen`` (``host:port``;
-    port 0 picks one). With ``projector``, the read models are kept up to date in the background."""
-    store = await EventStore.open(database_url, max_size=pool_size)
+    port 0 picks one). With ``projector``, the read models are kept up to date in the background.
+    ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`)."""
+    store = await EventStore.open(database_url, max_size=pool_size, timeout=database_timeout)
     try:
         await store.migrate()
         await migrate_projections(database_url)

@@ -14,6 +14,7 @@ Payloads and metadata are stored as ``jsonb``, readable with plain SQL
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
@@ -31,6 +32,9 @@ from .migrate import apply_migrations
 from .model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create
 from .streams import PostgresStreams, maybe_earlier_result, write_params, write_statement
 
+#: Seconds to wait for the database (see :meth:`EventStore.open`).
+DEFAULT_TIMEOUT = 5.0
+
 _CREATE_GAME = "WITH " + CATALOGUE_ROWS + "," + write_statement("game AS source")
 
 
@@ -47,25 +51,33 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         PostgresGames.__init__(self, pool)
 
     @classmethod
-    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 10) -> EventStore:
+    async def open(
+        cls, dsn: str, *, min_size: int = 1, max_size: int = 10, timeout: float = DEFAULT_TIMEOUT
+    ) -> EventStore:
         """Open a pool of ``min_size``..``max_size`` connections to ``dsn``; waits for the first ones.
 
         Waiting makes a wrong URL or an unreachable server fail here, at start-up, rather than at the
-        first command. Pooled connections are in autocommit mode (reads need no transaction; writes open
-        their own) and act with the login's own privileges: the store takes no role with ``SET ROLE``,
-        which that login could undo with ``RESET ROLE``; restricting the service is its login's business
-        (``uno-audit serve`` refuses one that could change the events).
+        first command. ``timeout`` (seconds) bounds that wait, each connection attempt, and how long a
+        call waits for a connection while the database is away: then it fails with psycopg's
+        ``PoolTimeout`` (an ``OperationalError``, which the API answers UNAVAILABLE) instead of holding
+        its caller, and the pool keeps reconnecting in the background.
+
+        Pooled connections are in autocommit mode (reads need no transaction; writes open their own) and
+        act with the login's own privileges: the store takes no role with ``SET ROLE``, which that login
+        could undo with ``RESET ROLE``; restricting the service is its login's business (``uno-audit
+        serve`` refuses one that could change the events).
         """
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             dsn,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "connect_timeout": max(1, math.ceil(timeout))},
+            timeout=timeout,
             open=False,
             name="uno-audit-store",
         )
         try:
-            await pool.open(wait=True)
+            await pool.open(wait=True, timeout=timeout)
         except BaseException:
             await pool.close()
             raise
