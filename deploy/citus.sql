@@ -31,8 +31,9 @@ SELECT create_distributed_table('tables', 'game_id', colocate_with => 'games');
 SELECT create_distributed_table('round_scores', 'game_id', colocate_with => 'games');
 SELECT create_distributed_table('match_scores', 'game_id', colocate_with => 'games');
 
--- Totals across games, and the projectors' checkpoints: small, read everywhere, written by the
--- projectors in their batch transactions.
+-- Totals across games, and the projectors' checkpoints and quarantine: small, read everywhere, written
+-- by the projectors in their batch transactions.
 SELECT create_reference_table('standings');
 SELECT create_reference_table('player_stats');
 SELECT create_reference_table('projection_checkpoints');
+SELECT create_reference_table('projection_quarantine');
