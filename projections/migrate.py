@@ -39,8 +39,11 @@ from .views import VIEW_NAMES
 #: The read models' migrations (the lock key spells "uno-proj": never waiting on the store's migrator).
 PROJECTIONS = Ledger("projections", "projection_migrations", 0x756E6F2D70726F6A)
 
-#: Who needs what on the read-model tables; the ledger gets SELECT for both.
-_GRANTS = ((APP_ROLE, "SELECT"), *((PROJECTOR_ROLE, p) for p in ("SELECT", "INSERT", "UPDATE", "DELETE")))
+#: Who needs what on the read-model tables (a rebuild's fresh ones too); the ledger gets SELECT for both.
+READ_MODEL_GRANTS = (
+    (APP_ROLE, "SELECT"),
+    *((PROJECTOR_ROLE, privilege) for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE")),
+)
 
 _MISSING = """
 SELECT c.relname, g.role, g.privilege
@@ -78,8 +81,8 @@ async def grant_read_models(dsn: str) -> None:
     login may not grant it (a rebuild's tables swapped in by hand, say), :class:`SchemaNotCurrent`.
     """
     params = {
-        "roles": [role for role, _ in _GRANTS],
-        "privileges": [privilege for _, privilege in _GRANTS],
+        "roles": [role for role, _ in READ_MODEL_GRANTS],
+        "privileges": [privilege for _, privilege in READ_MODEL_GRANTS],
         "views": list(VIEW_NAMES),
         "ledger": PROJECTIONS.table,
     }

@@ -60,12 +60,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from service.store import APP_ROLE, Cursor
+from service.store import Cursor
 from service.store.checkpoints import applied_count, ensure_checkpoint, move_checkpoint, read_checkpoint
 from service.store.global_order import last_readable
 
 from .fold import Folder
-from .migrate import apply_migrations
+from .migrate import READ_MODEL_GRANTS, apply_migrations
 from .projector import DEFAULT_SET, lock_set, project_batch, seed_prefixes
 from .quarantine import Cause, Quarantined, describe, quarantine, read_quarantine, replace_quarantine
 from .source import (
@@ -268,10 +268,14 @@ async def rebuild(
 
 
 async def _prepare(conn: Connection, views: Sequence[str]) -> None:
-    """Create empty fresh tables like the live ones, readable by the service's role."""
-    cursor = await conn.execute("SELECT to_regrole(%s) IS NOT NULL", (APP_ROLE,))
+    """Create empty fresh tables like the live ones, with the live ones' grants (the service reads them,
+    its projector writes them), so that swapping them in changes no one's privileges."""
+    cursor = await conn.execute(
+        "SELECT array_agg(rolname::text) FROM pg_roles WHERE rolname = ANY(%s)",
+        (list({role for role, _ in READ_MODEL_GRANTS}),),
+    )
     row = await cursor.fetchone()
-    grant = row is not None and bool(row[0])
+    roles = set(row[0] or ()) if row is not None else set()
     async with conn.transaction():
         for view in views:
             fresh = sql.Identifier(view + SUFFIX)
@@ -279,10 +283,10 @@ async def _prepare(conn: Connection, views: Sequence[str]) -> None:
             await conn.execute(
                 sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(fresh, sql.Identifier(view))
             )
-            if grant:
-                await conn.execute(
-                    sql.SQL("GRANT SELECT ON {} TO {}").format(fresh, sql.Identifier(APP_ROLE))
-                )
+            for role, privilege in READ_MODEL_GRANTS:
+                if role in roles:
+                    grant = sql.SQL("GRANT {} ON {} TO {}")
+                    await conn.execute(grant.format(sql.SQL(privilege), fresh, sql.Identifier(role)))
 
 
 async def _apply(

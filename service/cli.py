@@ -221,6 +221,15 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--concurrency", type=_bounded(1, 10_000), default=1)
     bots.add_argument("--seed", type=_bounded(0, 2**63 - 1), default=0)
     bots.add_argument("--target-score", type=_bounded(1, 1_000_000), help="play matches to this score")
+    bots.add_argument(
+        "--retry-for",
+        type=_bounded(0, 86_400),
+        default=60,
+        metavar="S",
+        help="retry an unavailable server for up to S seconds per call, with the same command id (0: never)",
+    )
+    bots.add_argument("--backoff-cap", type=_bounded(1, 3_600), default=5, metavar="S", help="longest wait")
+    bots.add_argument("--call-timeout", type=_bounded(1, 3_600), default=30, metavar="S", help="per attempt")
 
     adjudicate = commands.add_parser(
         "adjudicate", help="rule on the UNO catch or Wild Draw Four challenge at a position of a stored game"
@@ -360,18 +369,10 @@ def _project(args: argparse.Namespace) -> int:
 def _rebuild(args: argparse.Namespace) -> int:
     import psycopg
 
-    from projections.migrate import grant_read_models
-    from projections.rebuild import RebuildBusy, RebuildReport, rebuild
-
-    async def run() -> RebuildReport:
-        report = await rebuild(args.database_url, args.view)
-        # The swapped-in tables carry only what the rebuild granted; the projector's writes are restored
-        # here (until then a running projector retries).
-        await grant_read_models(args.database_url)
-        return report
+    from projections.rebuild import RebuildBusy, rebuild
 
     try:
-        report = asyncio.run(run())
+        report = asyncio.run(rebuild(args.database_url, args.view))
     except RebuildBusy as busy:
         print(f"uno-audit rebuild: {busy}", file=sys.stderr)
         return EXIT_INVALID
@@ -381,17 +382,7 @@ def _rebuild(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    print(
-        json.dumps(
-            {
-                "views": list(report.views),
-                "events": report.events,
-                "rows": report.rows,
-                "cursor": {"xid": report.cursor.xid, "position": report.cursor.position},
-                "seconds": {phase: round(took, 3) for phase, took in report.phases.items()},
-            }
-        )
-    )
+    print(json.dumps(report.to_json()))
     return EXIT_OK
 
 
@@ -560,21 +551,35 @@ async def _run_service(
 
 def _bots(args: argparse.Namespace) -> int:
     import grpc
+    from tqdm import tqdm
 
-    from service.api.client_bots import run_bots
+    from service.api.client_bots import LoadSummary, RetryPolicy, run_bots
+
+    policy = RetryPolicy(
+        retry_for=args.retry_for, backoff_cap=args.backoff_cap, call_timeout=args.call_timeout
+    )
+    # The bar is for a person watching; piped or logged, standard error gets nothing but errors.
+    bar = tqdm(total=args.games, desc="games", unit="game", file=sys.stderr, disable=not sys.stderr.isatty())
+
+    def progress(summary: LoadSummary) -> None:
+        bar.update(summary.games - bar.n)
+        bar.set_postfix(retries=summary.retries)
 
     try:
-        summary = asyncio.run(
-            run_bots(
-                args.server,
-                games=args.games,
-                variant=args.variant,
-                players=args.players,
-                concurrency=args.concurrency,
-                seed=args.seed,
-                target_score=args.target_score,
+        with bar:
+            summary = asyncio.run(
+                run_bots(
+                    args.server,
+                    games=args.games,
+                    variant=args.variant,
+                    players=args.players,
+                    concurrency=args.concurrency,
+                    seed=args.seed,
+                    target_score=args.target_score,
+                    policy=policy,
+                    progress=progress,
+                )
             )
-        )
     except grpc.aio.AioRpcError as error:
         print(f"uno-audit bots: {error.code().name}: {error.details()}", file=sys.stderr)
         return EXIT_INVALID

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import psycopg
 import pytest
@@ -12,6 +13,7 @@ from projections import Projector, RebuildBusy, queries, rebuild, run_projector
 from projections.migrate import apply_migrations
 from projections.rebuild import REBUILD_LOCK_CLASS
 from projections.views import VIEW_NAMES
+from service.cli import main
 from service.store import Cursor, EventStore
 
 pytestmark = pytest.mark.timeout(180)
@@ -175,3 +177,40 @@ async def test_a_second_rebuild_of_the_same_set_is_refused(store: EventStore, da
             await rebuild(database_url, workers=1)
     with pytest.raises(ValueError, match="no such view"):
         await rebuild(database_url, "scoreboard")
+
+
+async def test_swapped_in_tables_keep_the_live_tables_grants(store: EventStore, database_url: str) -> None:
+    """The service reads the read models and its projector writes them: a rebuild called from Python (not
+    only the CLI) swaps in tables those roles may use as they used the old ones."""
+    await store_games(store, GAME_SPECS[:2])
+    await apply_migrations(database_url)
+    query = (
+        "SELECT c.relname, r.role, r.privilege FROM pg_class c, "
+        "(VALUES ('uno_audit_app', 'SELECT'), ('uno_audit_projector', 'SELECT'), "
+        "('uno_audit_projector', 'INSERT'), ('uno_audit_projector', 'UPDATE'), "
+        "('uno_audit_projector', 'DELETE')) AS r(role, privilege) "
+        "WHERE c.relname = ANY(%s) AND c.relnamespace = current_schema()::regnamespace "
+        "AND has_table_privilege(r.role, c.oid, r.privilege) ORDER BY 1, 2, 3"
+    )
+
+    async def granted() -> list[tuple[str, str, str]]:
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            return list(await (await conn.execute(query, (list(VIEW_NAMES),))).fetchall())
+
+    before = await granted()
+    assert len(before) == 5 * len(VIEW_NAMES)
+    await rebuild(database_url)
+    assert await granted() == before
+
+
+async def test_the_rebuild_command_prints_its_report(
+    store: EventStore, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``uno-audit rebuild`` prints the report as JSON, the quarantined games included."""
+    games = await store_games(store, GAME_SPECS[:2])
+    await apply_migrations(database_url)
+    assert await asyncio.to_thread(main, ["rebuild", "--database-url", database_url]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert set(printed) == {"views", "events", "rows", "cursor", "moved_checkpoint", "quarantined", "seconds"}
+    assert printed["events"] == sum(len(s.game.events) for s in games)
+    assert printed["views"] == list(VIEW_NAMES) and printed["quarantined"] == []
