@@ -79,6 +79,13 @@ class Unavailable(ServiceError):
     default_reason = "UNAVAILABLE"
 
 
+class ResourceExhausted(ServiceError):
+    """Not now: the caller (or the server) holds as many of something as it may at once (``WatchGame``
+    streams); ``metadata["limit"]`` says how many. Retry after closing one."""
+
+    default_reason = "RESOURCE_EXHAUSTED"
+
+
 class Unauthenticated(ServiceError):
     """No credentials, or credentials that do not identify the caller for this game."""
 

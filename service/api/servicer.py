@@ -23,7 +23,6 @@ from projections.quarantine import read_health
 from service import limits
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.catalogue import type_name
 from service.errors import (
     InvalidInput,
     NotFound,
@@ -34,7 +33,7 @@ from service.errors import (
 )
 from service.rules import commands as cmd
 from service.rules.cards import Card, CardError, Colour
-from service.rules.events import Awaiting, GameEnded
+from service.rules.events import Awaiting
 from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
 from service.rules.setup import valid_name
@@ -44,15 +43,13 @@ from . import errors
 from .auth import Caller
 from .callers import Callers
 from .handler import CommandHandler
-from .notify import Notifier
+from .notify import Notifier, stream_owner
 from .views import VARIANT_OF, event_message, game_view
 
 log = structlog.get_logger("uno_audit.api")
 Context = grpc.aio.ServicerContext[Any, Any]
 
 COLOURS = {c.value: c for c in Colour}
-
-_GAME_ENDED = type_name(GameEnded)
 
 
 def _colour(value: str, field: str) -> Colour | None:
@@ -382,19 +379,19 @@ class GameService(pb_grpc.GameServiceServicer):
         if request.after_version < 0:
             raise InvalidInput("after_version", "must not be negative")
         caller = await self.callers.caller(context, game_id)
-        loaded = await self.handler.load(game_id)
-        players = len(loaded.state.players)
-        after = request.after_version
-        if loaded.state.awaiting is Awaiting.GAME_OVER and after >= loaded.version:
-            return  # a finished game has nothing more to stream (GameEnded is its last event)
-        async with self.notifier.subscription(game_id) as woken:
-            while True:
-                for event in await self.store.read_stream(game_id, after_version=after):
-                    yield event_message(event, caller, players)
-                    after = event.version
-                    if event.type == _GAME_ENDED:
-                        return
-                await woken.wait_for_next(timeout=1.0)
+        # Subscribed (and counted against the stream limits) before anything is read: an append after
+        # the load wakes this stream even if it commits before the first wait.
+        with self.notifier.watcher(game_id, stream_owner(caller, game_id, context.peer())) as watcher:
+            loaded = await self.handler.load(game_id)
+            players = len(loaded.state.players)
+            stored = watcher.events(
+                request.after_version,
+                version=loaded.version,
+                over=loaded.state.awaiting is Awaiting.GAME_OVER,
+                follow=request.follow,
+            )
+            async for event in stored:
+                yield event_message(event, caller, players)
 
     # --- read models -------------------------------------------------------------------------------------
 

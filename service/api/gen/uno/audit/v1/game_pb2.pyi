@@ -281,12 +281,14 @@ class ListGamesReply(_message.Message):
     def __init__(self, games: _Optional[_Iterable[_Union[GameSummary, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class WatchGameRequest(_message.Message):
-    __slots__ = ("game_id", "after_version")
+    __slots__ = ("game_id", "after_version", "follow")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     after_version: int
-    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ...) -> None: ...
+    follow: bool
+    def __init__(self, game_id: _Optional[str] = ..., after_version: _Optional[int] = ..., follow: _Optional[bool] = ...) -> None: ...
 
 class ProjectionCursor(_message.Message):
     __slots__ = ("xid", "position")

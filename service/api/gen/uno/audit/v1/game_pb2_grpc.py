@@ -208,7 +208,8 @@ class GameServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchGame(self, request, context):
-        """The game's events after a version, redacted for the caller, then live ones as they are appended.
+        """The game's events and audit entries after a version, redacted for the caller, then live ones as they
+        are appended; ends with a finished game unless follow is set (see WatchGameRequest).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
