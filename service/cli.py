@@ -55,6 +55,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 import time
@@ -191,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
     # Refused with a message of its own: argparse would otherwise take it for an abbreviation of
     # --admin-token-file, or echo the token in its "unrecognized arguments" error.
     serve.add_argument("--admin-token", help=argparse.SUPPRESS)
+    serve.add_argument(
+        "--database-timeout",
+        type=_bounded(1, 600),
+        default=5,
+        metavar="S",
+        help="seconds to wait for the database: at start-up (then exit 2), and per call while it is away "
+        "(then UNAVAILABLE) (default 5)",
+    )
     _service_password_option(serve)
     serve.add_argument(
         "--no-projector",
@@ -469,7 +478,10 @@ def _serve(args: argparse.Namespace) -> int:
     import structlog
     from psycopg.conninfo import make_conninfo
 
-    from service.api.server import configure_logging
+    # gRPC's core writes its own lines to standard error (a failed bind, twice); the service says what
+    # went wrong in one line. GRPC_VERBOSITY set by the operator still wins.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    from service.api.server import ListenError, configure_logging
     from service.embedded import embedded_database
     from service.store import StoreError
 
@@ -498,7 +510,7 @@ def _serve(args: argparse.Namespace) -> int:
             log.info("embedded database started", data_dir=str(args.data_dir))
             service_url = make_conninfo(migrate_url, user=SERVICE_LOGIN)
         asyncio.run(_run_service(args, service_url, migrate_url, password, token))
-    except (_Refused, StoreError) as refused:
+    except (_Refused, StoreError, ListenError) as refused:
         print(f"uno-audit serve: {refused}", file=sys.stderr)
         return EXIT_USAGE
     except psycopg.Error as error:
@@ -531,7 +543,7 @@ async def _run_service(
     if migrate_url is not None:
         await _migrate_database(migrate_url, password)
     async with await psycopg.AsyncConnection.connect(
-        service_url, autocommit=True, connect_timeout=10
+        service_url, autocommit=True, connect_timeout=max(1, math.ceil(args.database_timeout))
     ) as conn:
         await check_service_login(conn)
         pending = [name for ledger in (STORE, PROJECTIONS) for name in await pending_migrations(conn, ledger)]
@@ -543,9 +555,9 @@ async def _run_service(
     await serve(
         listen=args.listen,
         database_url=service_url,
-        data_dir=args.data_dir,
         admin_token=token,
         projector=not args.no_projector,
+        database_timeout=args.database_timeout,
     )
 
 
@@ -559,7 +571,14 @@ def _bots(args: argparse.Namespace) -> int:
         retry_for=args.retry_for, backoff_cap=args.backoff_cap, call_timeout=args.call_timeout
     )
     # The bar is for a person watching; piped or logged, standard error gets nothing but errors.
-    bar = tqdm(total=args.games, desc="games", unit="game", file=sys.stderr, disable=not sys.stderr.isatty())
+    bar = tqdm(
+        total=args.games,
+        desc="games",
+        unit="game",
+        file=sys.stderr,
+        dynamic_ncols=True,
+        disable=not sys.stderr.isatty(),
+    )
 
     def progress(summary: LoadSummary) -> None:
         bar.update(summary.games - bar.n)

@@ -1,0 +1,84 @@
+"""Start-up failures of ``uno-audit serve`` are one line on standard error and exit 2: a port another
+server holds (refused, never shared), an address that cannot be bound, a database that does not answer
+(within ``--database-timeout``, not half a minute later with a traceback)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from projections.migrate import apply_migrations
+from service.api.server import start_server
+
+if TYPE_CHECKING:
+    from tests.conftest import ServiceLogin
+
+pytestmark = pytest.mark.timeout(120)
+
+UNO_AUDIT = Path(sys.executable).with_name("uno-audit")
+needs_script = pytest.mark.skipif(not UNO_AUDIT.exists(), reason="the uno-audit script is not installed")
+
+
+def _serve(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "UNO_AUDIT_ADMIN_TOKEN": "a-good-admin-token-0123456789"}
+    return subprocess.run(
+        [str(UNO_AUDIT), "serve", *args], env=env, capture_output=True, text=True, timeout=90
+    )
+
+
+def _one_line(done: subprocess.CompletedProcess[str], words: str) -> None:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("uno-audit serve: ") and words in lines[0], lines[0]
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+@needs_script
+async def test_a_port_another_server_holds_is_refused_not_shared(
+    database_url: str, service_login: ServiceLogin
+) -> None:
+    await apply_migrations(database_url)
+    service_url = await service_login.url(database_url)
+    running = await start_server(
+        listen="127.0.0.1:0", database_url=service_url, admin_token=None, projector=False
+    )
+    try:
+        done = await asyncio.to_thread(
+            _serve, "--listen", f"127.0.0.1:{running.port}", "--database-url", service_url, "--no-projector"
+        )
+    finally:
+        await running.stop(grace=1.0)
+    _one_line(done, f"cannot listen on 127.0.0.1:{running.port}")
+
+
+@needs_script
+async def test_an_address_of_another_machine_cannot_be_bound(
+    database_url: str, service_login: ServiceLogin
+) -> None:
+    await apply_migrations(database_url)
+    service_url = await service_login.url(database_url)
+    done = await asyncio.to_thread(_serve, "--listen", "192.0.2.1:50051", "--database-url", service_url)
+    _one_line(done, "cannot listen on 192.0.2.1:50051")
+
+
+@needs_script
+def test_a_database_that_does_not_answer_is_one_line_within_the_timeout() -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel does) and never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        url = make_conninfo(host="127.0.0.1", port=port, dbname="uno", user="uno_audit_service")
+        started = time.monotonic()
+        done = _serve("--database-url", url, "--database-timeout", "2")
+        took = time.monotonic() - started
+    _one_line(done, "database")
+    assert took < 20, f"took {took:.1f} s"
