@@ -3,6 +3,10 @@
 Each game is created over the channel; every seat then acts with its own seat token, deciding from the
 view the server gives that seat (its own hand, the top card, everyone's counts) — the bots know no more
 than a person at the table. They call UNO (forgetting now and then), catch, challenge and accept.
+
+Every call goes through one :class:`RetryPolicy`: a server that restarts or loses its database answers
+UNAVAILABLE for a while, and the bots wait it out, resending the very same request — the same command id —
+so a command the server applied before its reply was lost is answered as a duplicate, never applied twice.
 """
 
 from __future__ import annotations
@@ -11,9 +15,14 @@ import asyncio
 import random
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_before_delay
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
@@ -29,6 +38,68 @@ FORGET_UNO = 0.1
 CATCH = 0.5
 CHALLENGE = 0.3
 
+Reply = TypeVar("Reply")
+Metadata = tuple[tuple[str, str], ...]
+
+#: Every call the bots make may be repeated: reads change nothing, and a command resent with its command id
+#: is answered with its first result. So a call cut off by our own deadline is retried like an unavailable
+#: server. ABORTED is not here: it means a version conflict, and the bots never send expected_version.
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+
+def retryable(error: BaseException) -> bool:
+    return isinstance(error, grpc.aio.AioRpcError) and error.code() in RETRYABLE
+
+
+def server_delay(error: BaseException | None) -> float:
+    """The wait the server asked for (``google.rpc.RetryInfo.retry_delay`` in the status), else 0."""
+    if not isinstance(error, grpc.aio.AioRpcError):
+        return 0.0
+    try:
+        status = rpc_status.from_call(error)
+    except ValueError:  # a status whose rich form disagrees with its code: no advice to honour
+        return 0.0
+    for detail in status.details if status is not None else ():
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            return max(0.0, float(info.retry_delay.ToTimedelta().total_seconds()))
+    return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How long and how often a call is repeated while the server is unavailable.
+
+    The n-th wait is the server's RetryInfo delay (its floor: the server knows when it may be back) plus a
+    random share of ``first_backoff * 2**(n-1)`` (full jitter, so clients that failed together do not come
+    back together), at most ``backoff_cap``. No retry starts once ``retry_for`` seconds would have passed
+    since the first attempt (0: never retry); each attempt has ``call_timeout`` seconds.
+
+    This is done here rather than by a ``retryPolicy`` in the channel's service config (README "Retrying")
+    because gRPC's own retries are invisible to the caller, so they cannot be counted, stop after 5 attempts
+    whatever their backoff — too few to outlast a restart — and do not read RetryInfo.
+    """
+
+    retry_for: float = 60.0
+    backoff_cap: float = 5.0
+    first_backoff: float = 0.05
+    call_timeout: float = 30.0
+
+    def wait(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome is not None else None
+        jitter = random.uniform(0, self.first_backoff * 2 ** (state.attempt_number - 1))
+        return min(self.backoff_cap, server_delay(error) + jitter)
+
+    def retrying(self, on_retry: Callable[[RetryCallState], None]) -> AsyncRetrying:
+        return AsyncRetrying(
+            retry=retry_if_exception(retryable),
+            wait=self.wait,
+            stop=stop_before_delay(self.retry_for),
+            before_sleep=on_retry,
+            reraise=True,  # the caller sees the last status, not tenacity's RetryError
+        )
+
 
 @dataclass(slots=True)
 class LoadSummary:
@@ -38,6 +109,12 @@ class LoadSummary:
     rounds: int = 0
     commands: int = 0
     rejected: int = 0
+    #: Attempts repeated after UNAVAILABLE or DEADLINE_EXCEEDED.
+    retries: int = 0
+    #: Commands answered as duplicates: the server had applied them, and the first reply was lost.
+    duplicates: int = 0
+    #: Games created whose reply was lost: their seat tokens are shown once, so nobody can play them.
+    abandoned: int = 0
     seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
 
@@ -53,6 +130,9 @@ class LoadSummary:
             "rounds": self.rounds,
             "commands": self.commands,
             "rejected": self.rejected,
+            "retries": self.retries,
+            "duplicates": self.duplicates,
+            "abandoned": self.abandoned,
             "seconds": round(self.seconds, 3),
             "commands_per_second": round(self.commands / self.seconds, 1) if self.seconds else 0.0,
             "p50_ms": round(self.percentile(50), 3),
@@ -60,43 +140,84 @@ class LoadSummary:
         }
 
 
-def _auth(token: str) -> tuple[tuple[str, str], ...]:
+def _auth(token: str) -> Metadata:
     return (("authorization", f"Bearer {token}"),)
 
 
 class BotTable:
     """One game played by bots over a channel."""
 
-    def __init__(self, stub: pb_grpc.GameServiceStub, rng: random.Random, summary: LoadSummary) -> None:
+    def __init__(
+        self,
+        stub: pb_grpc.GameServiceStub,
+        rng: random.Random,
+        summary: LoadSummary,
+        policy: RetryPolicy,
+        progress: Callable[[LoadSummary], None] | None = None,
+    ) -> None:
         self.stub = stub
         self.rng = rng
         self.summary = summary
+        self.policy = policy
+        self.progress = progress
         self.game_id = ""
         self.tokens: dict[int, str] = {}
         self.version = 0
+        self.retries = 0  # this table's: its calls run one at a time, so a call sees its own retries here
+
+    async def call(
+        self, rpc: Callable[..., Awaitable[Reply]], request: object, metadata: Metadata = ()
+    ) -> Reply:
+        """``rpc(request)`` under the retry policy: every attempt sends the same request object."""
+
+        async def attempt() -> Reply:
+            return await rpc(request, metadata=metadata, timeout=self.policy.call_timeout)
+
+        reply: Reply = await self.policy.retrying(self._retried)(attempt)
+        return reply
+
+    def _retried(self, _: RetryCallState) -> None:
+        self.retries += 1
+        self.summary.retries += 1
+        if self.progress is not None:
+            self.progress(self.summary)
 
     async def create(
         self, variant: Variant, players: int, target_score: int | None, tournament_id: str = ""
     ) -> pb.GameView:
-        request = pb.CreateGameRequest(
-            command_id=str(uuid.uuid4()),
-            variant=VARIANTS[variant],
-            players=[f"bot{i + 1}" for i in range(players)],
-            tournament_id=tournament_id,
-        )
-        if target_score is not None:
-            request.target_score = target_score
-        reply: pb.CreateGameReply = await self.stub.CreateGame(request)
+        """Create the game. A retried creation whose first reply was lost fails with ALREADY_EXISTS (the
+        command id is this request's alone, so only its own earlier attempt can have used it): that game's
+        seat tokens are gone, so it is counted as abandoned and another is created under a new id. Without
+        a retry, ALREADY_EXISTS cannot be our own doing and ends the run."""
+        while True:
+            retries = self.retries
+            request = pb.CreateGameRequest(
+                command_id=str(uuid.uuid4()),
+                variant=VARIANTS[variant],
+                players=[f"bot{i + 1}" for i in range(players)],
+                tournament_id=tournament_id,
+            )
+            if target_score is not None:
+                request.target_score = target_score
+            try:
+                reply: pb.CreateGameReply = await self.call(self.stub.CreateGame, request)
+                break
+            except grpc.aio.AioRpcError as error:
+                if error.code() is not grpc.StatusCode.ALREADY_EXISTS or self.retries == retries:
+                    raise
+                self.summary.abandoned += 1
         self.game_id = reply.game_id
         self.tokens = {seat.seat: seat.token for seat in reply.seats}
         self.version = reply.version
         return reply.view
 
     async def send(self, method: str, seat: int, request: object) -> pb.CommandReply | None:
-        call = getattr(self.stub, method)
+        """Send a command; None if the rules refused it. Its latency includes any retries."""
         started = time.perf_counter()
         try:
-            reply: pb.CommandReply = await call(request, metadata=_auth(self.tokens[seat]))
+            reply: pb.CommandReply = await self.call(
+                getattr(self.stub, method), request, _auth(self.tokens[seat])
+            )
         except grpc.aio.AioRpcError as error:
             if error.code() is not grpc.StatusCode.FAILED_PRECONDITION:
                 raise
@@ -104,6 +225,8 @@ class BotTable:
             return None
         self.summary.latencies_ms.append((time.perf_counter() - started) * 1000)
         self.summary.commands += 1
+        if reply.duplicate:
+            self.summary.duplicates += 1
         self.version = reply.version
         return reply
 
@@ -112,7 +235,7 @@ class BotTable:
 
     async def view_of(self, seat: int) -> pb.GameView:
         request = pb.GetGameRequest(game_id=self.game_id)
-        view: pb.GameView = await self.stub.GetGame(request, metadata=_auth(self.tokens[seat]))
+        view: pb.GameView = await self.call(self.stub.GetGame, request, _auth(self.tokens[seat]))
         return view
 
     async def play(
@@ -208,9 +331,12 @@ async def run_bots(
     seed: int = 0,
     target_score: int | None = None,
     tournament_id: str = "",
+    policy: RetryPolicy = RetryPolicy(),
+    progress: Callable[[LoadSummary], None] | None = None,
 ) -> LoadSummary:
     """Play ``games`` complete games against the server at ``address``, ``concurrency`` at a time
-    (matches to ``target_score`` points, or the rule set's default)."""
+    (matches to ``target_score`` points, or the rule set's default), every call retried as ``policy``
+    says. ``progress`` is told the summary so far after each finished game and each retry."""
     summary = LoadSummary()
     rng = random.Random(seed)
     seeds = [rng.getrandbits(64) for _ in range(games)]
@@ -220,9 +346,11 @@ async def run_bots(
 
         async def one(game_seed: int) -> None:
             async with gate:
-                table = BotTable(stub, random.Random(game_seed), summary)
+                table = BotTable(stub, random.Random(game_seed), summary, policy, progress)
                 await table.play(variant, players, target_score, tournament_id)
                 summary.games += 1
+                if progress is not None:
+                    progress(summary)
 
         started = time.perf_counter()
         await asyncio.gather(*(one(s) for s in seeds))
