@@ -53,6 +53,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -413,6 +414,9 @@ def _load_object(number: int, line: str) -> dict[str, Any]:
         raise RecordError(number, f"invalid JSON: {error.msg} (column {error.colno})") from None
     except _JsonProblem as problem:
         raise RecordError(number, str(problem)) from None
+    except ValueError:  # int() refuses a whole number of more digits than this bound (a DoS guard)
+        digits = sys.get_int_max_str_digits()
+        raise RecordError(number, f"invalid JSON: a number of more than {digits} digits") from None
     if not isinstance(value, dict):
         raise RecordError(number, f"expected a JSON object, not {_json_type(value)}")
     return value
