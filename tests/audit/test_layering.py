@@ -40,10 +40,10 @@ def test_the_audit_package_imports_no_read_model() -> None:
 
 
 def test_the_audit_command_line_and_serve_take_the_embedded_database_from_one_module() -> None:
-    cli, server = imported(SERVICE / "cli_audit.py"), imported(SERVICE / "api" / "server.py")
+    audit, serve = imported(SERVICE / "cli_audit.py"), imported(SERVICE / "cli.py")
 
-    assert not {name for name in cli if name.startswith("service.api.server")}
-    assert "service.embedded.embedded_database" in cli & server
+    assert not {name for name in audit if name.startswith("service.api.server")}
+    assert "service.embedded.embedded_database" in audit & serve
 
 
 async def test_the_auditor_reports_the_read_model_check_it_is_given(store: EventStore) -> None:
