@@ -35,6 +35,8 @@ async def test_bots_finish_games_of_every_rule_set_and_the_log_folds_to_the_view
         assert summary.games == 1, variant
         assert summary.rounds >= 1, variant
         assert summary.commands > 0, variant
+        # A healthy server: no call needed a second attempt, no reply was lost.
+        assert (summary.retries, summary.duplicates, summary.abandoned) == (0, 0, 0), variant
 
     listed: pb.ListGamesReply = await stub.ListGames(pb.ListGamesRequest())
     assert sorted(g.variant for g in listed.games) == sorted(VARIANTS[v] for v in variants)
