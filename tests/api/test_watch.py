@@ -1,17 +1,23 @@
-"""WatchGame: the events after a version, in order, then live ones as they are appended, until GameEnded."""
+"""WatchGame: the events and audit entries after a version, in order, then live ones as they are appended;
+the stream ends once a finished game's stored stream has been sent (audit entries after GameEnded
+included), unless ``follow`` keeps it open for the entries still to come."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+import grpc
 import pytest
 
+from service.api.gen.uno.audit.v1 import audit_pb2 as apb
+from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.store import EventStore
 
-from .support import ADMIN, Metadata, create_scripted, header, payload, play_script
+from .support import ADMIN, Game, Metadata, create_scripted, header, new_id, payload, play_script
+from .watching import Reader
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -21,6 +27,34 @@ async def _collect(
 ) -> list[pb.Event]:
     call = stub.WatchGame(pb.WatchGameRequest(game_id=game_id, after_version=after), metadata=metadata)
     return [event async for event in call]
+
+
+def _following(stub: pb_grpc.GameServiceStub, game_id: str, after: int) -> Reader:
+    return Reader(stub.WatchGame(pb.WatchGameRequest(game_id=game_id, after_version=after, follow=True)))
+
+
+async def _file_dispute(channel: grpc.aio.Channel, game: Game) -> apb.Dispute:
+    """Seat 0 disputes the first play of the scripted game (an audit entry, appended to the stream)."""
+    audit = audit_pb2_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
+    request = apb.FileDisputeRequest(
+        game_id=game.game_id,
+        command_id=new_id(),
+        kind=apb.UNO_CATCH,
+        position=game.reply.version + 1,
+        target=1,
+        claim="seat 1 held one card and did not call",
+    )
+    filed: apb.Dispute = await audit.FileDispute(request, metadata=game.seat(0))
+    return filed
+
+
+async def _rule(channel: grpc.aio.Channel, game: Game, dispute: apb.Dispute) -> apb.Dispute:
+    audit = audit_pb2_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
+    request = apb.RuleOnDisputeRequest(
+        game_id=game.game_id, dispute_id=dispute.dispute_id, command_id=new_id()
+    )
+    ruled: apb.Dispute = await audit.RuleOnDispute(request, metadata=ADMIN)
+    return ruled
 
 
 async def test_watching_resumes_follows_live_and_ends_with_the_game(
@@ -101,3 +135,56 @@ async def test_a_cancelled_watch_frees_the_server(stub: pb_grpc.GameServiceStub)
     assert events[-1].version == replies[-1].version
     view: pb.GameView = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id))
     assert view.awaiting == "game-over"
+
+
+async def test_a_finished_game_streams_its_audit_entries_then_ends_unless_followed(
+    stub: pb_grpc.GameServiceStub, channel: grpc.aio.Channel
+) -> None:
+    game = await create_scripted(stub)
+    end = (await play_script(stub, game))[-1].version
+    filed = await _file_dispute(channel, game)
+    assert filed.filed_at == end + 1
+
+    # Without follow: everything stored after the version, the entries after GameEnded included; then the
+    # stream ends, from anywhere (from the current version or past it: at once, with nothing).
+    for after, expected in ((0, range(1, end + 2)), (end - 1, [end, end + 1]), (end, [end + 1])):
+        events = await asyncio.wait_for(_collect(stub, game.game_id, after), 10)
+        assert [e.version for e in events] == list(expected)
+        assert events[-1].type == "DisputeFiled"
+    for after in (end + 1, end + 50):
+        assert await asyncio.wait_for(_collect(stub, game.game_id, after), 10) == []
+
+    # With follow: the same, then the stream stays open for what the audit trail appends next.
+    from_start, from_now = _following(stub, game.game_id, 0), _following(stub, game.game_id, end + 1)
+    await from_start.has(end + 1)
+    ruled = await _rule(channel, game, filed)
+    assert ruled.ruled_at == end + 2
+    assert [e.version for e in await from_start.has(end + 2)] == list(range(1, end + 3))
+    assert [(e.version, e.type) for e in await from_now.has(1)] == [(end + 2, "DisputeRuled")]
+    await asyncio.sleep(0.3)
+    assert not from_start.task.done() and not from_now.task.done(), "a followed stream ended by itself"
+    await from_start.close()
+    await from_now.close()
+
+
+async def test_a_game_in_progress_is_followed_to_its_end_and_with_follow_beyond(
+    stub: pb_grpc.GameServiceStub, channel: grpc.aio.Channel
+) -> None:
+    game = await create_scripted(stub)
+    created = game.reply.version
+    plain = asyncio.create_task(_collect(stub, game.game_id, created))
+    past = asyncio.create_task(_collect(stub, game.game_id, 1000))  # a version the game never reaches
+    followed = _following(stub, game.game_id, created)
+    await asyncio.sleep(0.2)
+    end = (await play_script(stub, game))[-1].version
+
+    events = await asyncio.wait_for(plain, 10)
+    assert [e.version for e in events] == list(range(created + 1, end + 1))
+    assert events[-1].type == "GameEnded"
+    assert await asyncio.wait_for(past, 10) == [], "a stream past the end must end with the game"
+    await followed.has(end - created)
+    filed = await _file_dispute(channel, game)
+    seen = await followed.has(end - created + 1)
+    assert [(e.version, e.type) for e in seen[-2:]] == [(end, "GameEnded"), (filed.filed_at, "DisputeFiled")]
+    assert not followed.task.done()
+    await followed.close()

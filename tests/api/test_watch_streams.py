@@ -1,0 +1,279 @@
+"""What WatchGame streams cost and how they hold up: idle streams read nothing, a lost LISTEN connection
+loses no event, the stream limits, and catching up in pages at the client's pace.
+
+Reads are counted by wrapping the server's ``store.read_stream`` (every stream reads through it), so a
+stream that polled would show up as reads while nothing is appended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import psycopg
+import pytest
+
+from projections.migrate import apply_migrations
+from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.api.server import RunningServer, start_server
+from service.audit.entries import DisputeFiled
+from service.catalogue import encode
+from service.store import EventStore, NewEvent
+
+if TYPE_CHECKING:  # the root conftest is not importable as a module of a package
+    from tests.conftest import ServiceLogin
+
+from .support import (
+    ADMIN,
+    ADMIN_TOKEN,
+    Metadata,
+    create_scripted,
+    error_info,
+    fails_with,
+    header,
+    new_id,
+    play_script,
+)
+from .watching import CountedReads, Reader, until
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def _play_first_card(stub: pb_grpc.GameServiceStub, game_id: str, seat: Metadata) -> pb.CommandReply:
+    reply: pb.CommandReply = await stub.Play(pb.PlayRequest(header=header(game_id), card="R1"), metadata=seat)
+    return reply
+
+
+async def test_idle_streams_read_nothing_until_something_is_appended(
+    stub: pb_grpc.GameServiceStub, server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    game = await create_scripted(stub)
+    finished = await create_scripted(stub)
+    ended = await play_script(stub, finished)
+    callers: list[Metadata | None] = [None, game.seat(0), game.seat(1), game.seat(2), ADMIN]
+    live = [Reader(stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id), metadata=m)) for m in callers]
+    following = Reader(stub.WatchGame(pb.WatchGameRequest(game_id=finished.game_id, follow=True)))
+    for reader in live:
+        await reader.has(game.reply.version)
+    await following.has(ended[-1].version)
+
+    reads = CountedReads(server.store, monkeypatch)
+    await asyncio.sleep(3.0)  # a stream polling once a second would have read about 18 times by now
+    assert reads.limits == [], f"idle streams read the store {len(reads.limits)} times"
+
+    played = await _play_first_card(stub, game.game_id, game.seat(1))
+    for reader in live:
+        events = await reader.has(played.version)
+        assert [e.version for e in events] == list(range(1, played.version + 1))
+    # Each live stream read once for the append (the command itself read nothing: the handler's cache).
+    assert 1 <= len(reads.limits) <= 2 * len(live)
+    assert not following.task.done() and len(following.events) == ended[-1].version
+    for reader in [*live, following]:
+        await reader.close()
+
+
+async def test_a_lost_listen_connection_loses_no_event(
+    stub: pb_grpc.GameServiceStub,
+    server: RunningServer,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    game = await create_scripted(stub)
+    created = game.reply.version
+    reader = Reader(stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id, after_version=created)))
+    await until(lambda: server.notifier.listening and server.notifier.open_streams == 1, 10, "the stream")
+
+    # From now on, listening again waits for the gate: the outage lasts as long as the test wants.
+    gate = asyncio.Event()
+    listen = server.store.listen
+
+    @contextlib.asynccontextmanager
+    async def gated() -> AsyncIterator[Any]:
+        await gate.wait()
+        async with listen() as wakeups:
+            yield wakeups
+
+    monkeypatch.setattr(server.store, "listen", gated)
+    reads = CountedReads(server.store, monkeypatch)
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query = 'LISTEN uno_events'"
+        )
+        assert await cursor.fetchall(), "no LISTEN connection to terminate"
+    await until(lambda: not server.notifier.listening, 10, "the notifier to see its connection gone")
+    await until(lambda: reads.finished >= 1, 10, "the read every stream makes when the connection is lost")
+
+    # Appended while nobody listens: its notification goes nowhere.
+    played = await _play_first_card(stub, game.game_id, game.seat(1))
+    await asyncio.sleep(0.5)
+    assert reader.events == [], "the event arrived before anyone listened again"
+    gate.set()
+    events = await reader.has(played.version - created)
+    assert [e.version for e in events] == list(range(created + 1, played.version + 1))
+    assert server.notifier.listening
+
+    # And the new connection delivers what comes next.
+    drawn: pb.CommandReply = await stub.Draw(
+        pb.DrawRequest(header=header(game.game_id)), metadata=game.seat(2)
+    )
+    events = await reader.has(drawn.version - created)
+    assert [e.version for e in events] == list(range(created + 1, drawn.version + 1))
+    await reader.close()
+
+
+@contextlib.asynccontextmanager
+async def limited_server(
+    database_url: str, login_url: str, *, total: int, per_caller: int
+) -> AsyncIterator[tuple[RunningServer, str]]:
+    """A server like the ``server`` fixture's, with stream limits of its own; and its address."""
+    await apply_migrations(database_url)
+    running = await start_server(
+        listen="127.0.0.1:0",
+        database_url=login_url,
+        admin_token=ADMIN_TOKEN,
+        projector=False,
+        max_streams=total,
+        max_streams_per_caller=per_caller,
+    )
+    try:
+        yield running, f"127.0.0.1:{running.port}"
+    finally:
+        await running.stop(grace=2.0)
+
+
+async def _accepted(stub: pb_grpc.GameServiceStub, game_id: str, metadata: Metadata | None) -> Any:
+    """A stream from the start, once the server has sent its first event (so it was let in)."""
+    call = stub.WatchGame(pb.WatchGameRequest(game_id=game_id), metadata=metadata)
+    first = await asyncio.wait_for(call.read(), 10)
+    assert isinstance(first, pb.Event) and first.type == "GameCreated"
+    return call
+
+
+async def _refused(stub: pb_grpc.GameServiceStub, game_id: str, metadata: Metadata | None) -> dict[str, str]:
+    """The stream is refused with RESOURCE_EXHAUSTED, reason STREAM_LIMIT; its ErrorInfo metadata."""
+    call = stub.WatchGame(pb.WatchGameRequest(game_id=game_id), metadata=metadata)
+    error = await fails_with(call.read(), grpc.StatusCode.RESOURCE_EXHAUSTED, reason="STREAM_LIMIT")
+    return dict(error_info(error).metadata)
+
+
+async def _eventually_accepted(stub: pb_grpc.GameServiceStub, game_id: str, metadata: Metadata | None) -> Any:
+    """A stream let in once the server has noticed that one was closed (it frees the slot as it does)."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return await _accepted(stub, game_id, metadata)
+        except grpc.aio.AioRpcError as error:
+            if error.code() is not grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def test_stream_limits_per_caller_and_in_all(database_url: str, service_login: ServiceLogin) -> None:
+    login = await service_login.url(database_url)
+    async with (
+        limited_server(database_url, login, total=5, per_caller=2) as (running, address),
+        grpc.aio.insecure_channel(address) as one,
+        grpc.aio.insecure_channel(address) as other,
+    ):
+        stub = pb_grpc.GameServiceStub(one)  # type: ignore[no-untyped-call]
+        second = pb_grpc.GameServiceStub(other)  # type: ignore[no-untyped-call]
+        game = await create_scripted(stub)
+        gid = game.game_id
+
+        seat0 = [await _accepted(stub, gid, game.seat(0)) for _ in range(2)]
+        assert await _refused(stub, gid, game.seat(0)) == {"limit": "2", "scope": "caller"}
+        # Spectators count by network address: a second connection from the same host buys nothing.
+        spectators = [await _accepted(stub, gid, None), await _accepted(second, gid, None)]
+        assert await _refused(second, gid, None) == {"limit": "2", "scope": "caller"}
+        admin = await _accepted(second, gid, ADMIN)
+        assert running.notifier.open_streams == 5
+        assert await _refused(stub, gid, game.seat(1)) == {"limit": "5", "scope": "server"}
+
+        # Closing a stream frees its place, for its caller and in all.
+        seat0[0].cancel()
+        seat0[0] = await _eventually_accepted(stub, gid, game.seat(0))
+        spectators[0].cancel()
+        seat1 = await _eventually_accepted(stub, gid, game.seat(1))
+        # A stream that ends by itself frees its place too: a finished game's ends after its last event.
+        seat1.cancel()
+        await until(lambda: running.notifier.open_streams == 4, 10, "the cancelled stream to close")
+        await play_script(stub, game)
+        ended = [e async for e in stub.WatchGame(pb.WatchGameRequest(game_id=gid), metadata=ADMIN)]
+        assert ended[-1].type == "GameEnded"
+        for call in [*seat0, spectators[1], admin]:
+            call.cancel()
+        await until(lambda: running.notifier.open_streams == 0, 10, "every stream to close")
+
+
+async def _long_game(
+    stub: pb_grpc.GameServiceStub, store: EventStore, entries: int, size: int
+) -> tuple[str, int]:
+    """A game in progress whose stream holds ``entries`` dispute filings of ``size`` characters after its
+    creation (appended straight to the store in one command: the API would take a command each, and
+    bounds a claim to 2,000 characters)."""
+    game = await create_scripted(stub)
+    claim = "x" * size
+    filed = [
+        NewEvent(*encode(DisputeFiled(new_id(), i % 3, "uno-catch", 1, None, claim))) for i in range(entries)
+    ]
+    result = await store.append(
+        game.game_id,
+        game.reply.version,
+        filed,
+        command_id=new_id(),
+        request_hash=bytes(32),
+        metadata={"actor": "test", "command": "FileDispute"},
+    )
+    return game.game_id, result.last_version
+
+
+async def test_catching_up_reads_in_pages(
+    stub: pb_grpc.GameServiceStub, server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.notifier.page_size = 7
+    game = await create_scripted(stub)
+    replies = await play_script(stub, game)
+    last = replies[-1].version
+    reads = CountedReads(server.store, monkeypatch)
+    events = [e async for e in stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id))]
+    assert [e.version for e in events] == list(range(1, last + 1))
+    # Pages of 7 until one comes back short (an empty one when the last page was full); the load of the
+    # game before the stream reads without a limit.
+    assert [limit for limit in reads.limits if limit is not None] == [7] * (last // 7 + 1)
+
+
+async def test_a_slow_client_holds_back_the_reads_of_its_stream(
+    stub: pb_grpc.GameServiceStub, server: RunningServer, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.notifier.page_size = 10
+    game_id, last = await _long_game(stub, store, 1000, 16_000)  # 16 MB: more than sockets and gRPC buffer
+    pages = last // 10 + 1
+    reads = CountedReads(server.store, monkeypatch)
+    call = stub.WatchGame(pb.WatchGameRequest(game_id=game_id))
+    first = await call.read()
+    assert isinstance(first, pb.Event) and first.version == 1
+
+    # The client reads no further: the server fills what the connection buffers, then waits for it.
+    def pages_read() -> int:
+        return len([limit for limit in reads.limits if limit == 10])
+
+    held, deadline = -1, time.monotonic() + 30
+    while held != pages_read() and time.monotonic() < deadline:
+        held = pages_read()
+        await asyncio.sleep(1.0)
+    assert held < pages, f"the server read all {pages} pages for a client that read one event"
+
+    seen = [first]
+    while len(seen) < last:
+        event = await asyncio.wait_for(call.read(), 10)
+        assert isinstance(event, pb.Event)
+        seen.append(event)
+    assert [e.version for e in seen] == list(range(1, last + 1))
+    assert pages_read() == pages
+    call.cancel()
