@@ -250,6 +250,9 @@ class GameLog:
         return self._live_record(reveal)
 
     def _imported_record(self) -> LoggedRecord:
+        if self.game:  # an imported stream holds the record's lines and audit entries, nothing else
+            row = self.game[0][0]
+            raise LogError(f"the {row.type} at {row.version} is not part of an imported record", row.version)
         positions = {entry.line: row.version for row, entry in self.entries if isinstance(entry, RecordLine)}
         return LoggedRecord(read_record(self.record_text()), positions, {})
 

@@ -179,8 +179,10 @@ def test_evidence_given_in_positions_moves_only_its_lines() -> None:
         {},
         {"rounds": [{"round": 1}], "scores": {}, "winner": None},
         {"rounds": 3, "scores": {}, "winner": None},
+        {"rounds": [], "scores": [[1, 2]], "winner": None},
+        {"rounds": [{"round": 1, "winner": "ann", "points": 3, "by": "bob"}], "scores": {}, "winner": None},
     ],
-    ids=["empty", "short-round", "not-a-list"],
+    ids=["empty", "short-round", "not-a-list", "scores-as-pairs", "round-with-other-keys"],
 )
 def test_an_outcome_that_does_not_read_as_one_is_refused(stored: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="not an outcome"):
