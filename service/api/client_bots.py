@@ -72,9 +72,10 @@ class RetryPolicy:
     """How long and how often a call is repeated while the server is unavailable.
 
     The n-th wait is the server's RetryInfo delay (its floor: the server knows when it may be back) plus a
-    random share of ``first_backoff * 2**(n-1)`` (full jitter, so clients that failed together do not come
-    back together), at most ``backoff_cap``. No retry starts once ``retry_for`` seconds would have passed
-    since the first attempt (0: never retry); each attempt has ``call_timeout`` seconds.
+    random share of ``first_backoff * 2**(n-1)`` or of ``backoff_cap`` if less (full jitter, so clients
+    that failed together do not come back together), and at most ``backoff_cap`` in all. No retry starts
+    once ``retry_for`` seconds would have passed since the first attempt (0: never retry); each attempt has
+    ``call_timeout`` seconds.
 
     This is done here rather than by a ``retryPolicy`` in the channel's service config (README "Retrying")
     because gRPC's own retries are invisible to the caller, so they cannot be counted, stop after 5 attempts
@@ -88,7 +89,9 @@ class RetryPolicy:
 
     def wait(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None
-        jitter = random.uniform(0, self.first_backoff * 2 ** (state.attempt_number - 1))
+        # The exponent stops growing long after the cap is reached: 2**n would overflow a float in a day.
+        ceiling = min(self.backoff_cap, self.first_backoff * 2.0 ** min(state.attempt_number - 1, 64))
+        jitter = random.uniform(0, ceiling)
         return min(self.backoff_cap, server_delay(error) + jitter)
 
     def retrying(self, on_retry: Callable[[RetryCallState], None]) -> AsyncRetrying:

@@ -40,7 +40,8 @@ from .support import ADMIN, ADMIN_TOKEN, assert_chain, commands_of
 if TYPE_CHECKING:  # the root conftest is not importable as a module of a package
     from tests.conftest import ServiceLogin
 
-pytestmark = pytest.mark.timeout(120)
+# Two tests play whole games, whose length the server's shuffle decides: patience on a busy machine.
+pytestmark = pytest.mark.timeout(300)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 #: Quick to retry, patient enough for a test machine shared with others.
@@ -201,17 +202,22 @@ async def test_a_bot_game_goes_on_through_refusals_and_lost_replies_storing_each
     assert per_command == {cid: last - first + 1 for cid, (first, last) in ledger.items()}
 
 
-async def test_a_lost_creation_is_abandoned_and_another_game_is_played(
+async def test_a_lost_creation_is_abandoned_and_another_game_is_made(
     proxied: Callable[..., Any], stub: pb_grpc.GameServiceStub
 ) -> None:
     proxy, address = await proxied(lambda method, n: LOSE if method == "CreateGame" and n == 0 else None)
-    summary = await run_bots(
-        address, games=1, variant=Variant.CLASSIC, players=2, target_score=1, concurrency=1, policy=FAST
-    )
+    summary = LoadSummary()
+    async with grpc.aio.insecure_channel(address) as channel:
+        game_service = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
+        table = BotTable(game_service, random.Random(1), summary, FAST)
+        await table.create(Variant.CLASSIC, 2, 1)
+        # The new game's seat tokens act: its creation's reply reached the table.
+        started = await table.send("StartRound", 0, pb.StartRoundRequest(header=table.header()))
 
-    assert (summary.games, summary.abandoned, summary.retries, summary.rejected) == (1, 1, 1, 0)
+    assert started is not None
+    assert (summary.abandoned, summary.retries, summary.rejected) == (1, 1, 0)
     creations = [a for a in proxy.attempts if a.method == "CreateGame"]
-    # Lost, then the same id again (ALREADY_EXISTS: the tokens are gone), then a new id that is played.
+    # Lost, then the same id again (ALREADY_EXISTS: the tokens are gone), then a new id.
     assert [a.code for a in creations] == [
         grpc.StatusCode.UNAVAILABLE,
         grpc.StatusCode.ALREADY_EXISTS,
@@ -219,9 +225,10 @@ async def test_a_lost_creation_is_abandoned_and_another_game_is_played(
     ]
     assert creations[0].command_id == creations[1].command_id != creations[2].command_id
     listed: pb.ListGamesReply = await stub.ListGames(pb.ListGamesRequest())
-    assert len(listed.games) == 2
-    views = [await stub.GetGame(pb.GetGameRequest(game_id=g.game_id), metadata=ADMIN) for g in listed.games]
-    assert sorted(v.awaiting for v in views) == ["game-over", "round-start"]
+    assert table.game_id in {g.game_id for g in listed.games}
+    (abandoned,) = [g.game_id for g in listed.games if g.game_id != table.game_id]
+    view: pb.GameView = await stub.GetGame(pb.GetGameRequest(game_id=abandoned), metadata=ADMIN)
+    assert (view.awaiting, view.version) == ("round-start", 1)
 
 
 @pytest.mark.parametrize(
@@ -301,19 +308,19 @@ async def test_bots_ride_out_a_server_restart_mid_game(
     )
     port = running.port
     seen: list[LoadSummary] = []
-    try:
-        bots = asyncio.create_task(
-            run_bots(
-                f"127.0.0.1:{port}",
-                games=2,
-                variant=Variant.CLASSIC,
-                players=3,
-                target_score=1,
-                concurrency=1,
-                policy=RetryPolicy(retry_for=60, backoff_cap=1.0, first_backoff=0.05),
-                progress=seen.append,
-            )
+    bots = asyncio.create_task(
+        run_bots(
+            f"127.0.0.1:{port}",
+            games=1,
+            variant=Variant.CLASSIC,
+            players=3,
+            target_score=1,
+            concurrency=1,
+            policy=RetryPolicy(retry_for=60, backoff_cap=1.0, first_backoff=0.05),
+            progress=seen.append,
         )
+    )
+    try:
         while await _commands_stored(database_url) < 10:
             assert not bots.done(), "the bots ended before the restart"
             await asyncio.sleep(0.02)
@@ -322,13 +329,14 @@ async def test_bots_ride_out_a_server_restart_mid_game(
         running = await start_server(
             listen=f"127.0.0.1:{port}", database_url=service_url, admin_token=ADMIN_TOKEN
         )
-        summary = await asyncio.wait_for(bots, 90)
+        summary = await asyncio.wait_for(bots, 240)
     finally:
+        bots.cancel()  # a no-op once they finished
         await running.stop(grace=1.0)
 
-    assert (summary.games, summary.rejected) == (2, 0)
+    assert (summary.games, summary.rejected) == (1, 0)
     assert summary.retries > 0
-    assert seen and seen[-1].games == 2
+    assert seen and seen[-1].games == 1
     # Every stored command was acknowledged once: the games' creations, the counted commands, nothing more.
     assert await _commands_stored(database_url) == summary.games + summary.abandoned + summary.commands
 
