@@ -1,14 +1,20 @@
 """No reply shows a caller a card the rules hide from it: a property over random live games.
 
-Random games of every rule set are played over a real gRPC channel, each seat with its own token (the
-bots of :mod:`service.api.client_bots`), from a deck the admin arranges so that every game opens with a
-card that shows or moves a hand: a bluffed Wild Draw Four that its victim challenges (the offender's hand
-goes to the challenger alone), UNO Attack's Trade Hands, or an Attack-Attack. While the round is still in
+Random games of every rule set are played over a real gRPC channel, each seat sending its commands with
+its own token (the random bots of :mod:`service.play.bots` choose among the legal moves; they forget UNO
+often, so others catch them). Most games open from a deck the admin arranges, with a card that shows or
+moves a hand: a bluffed Wild Draw Four that its victim challenges (the offender's hand goes to the
+challenger alone), a run of skips down to one uncalled card that is caught before its player goes out
+(the next round is dealt from the secret seed), UNO Attack's Trade Hands or Attack-Attack; others are
+dealt from the seed from the start, with the rule set's own dealer draw. While the round is still in
 play, seats file disputes (on the challenges and catches the log holds, and on a catch it does not hold,
-whose ruling rests on the target's hand) and the adjudicator rules on all but one of them and reveals the
-seed to itself by exporting the game. Then every identity — each seat, the admin, no token, a seat of
-another game, a malformed token — calls every read RPC that answers it, retries its own commands and
-filings, is refused the adjudicator's RPCs and sends commands the rules refuse.
+whose ruling rests on the target's hand), the adjudicator rules on all but one of them and reveals the
+seed to itself by exporting the game, while a seat and a spectator watch live. Then every identity —
+each seat, the admin, no token, a seat of another game, a malformed token — calls every read RPC that
+answers it (GetGame, WatchGame from the start, ListGames, GetScores, GetHand of its seat and another,
+GetStandings, GetProjectionLag, ListDisputes of the game and of every game), sends its commands and
+filings again (a retry's reply) and another seat's (refused), is refused the adjudicator's RPCs
+(VerifyGame, AdjudicateCatch, AdjudicateChallenge, ExportGame) and sends commands the rules refuse.
 
 The ground truth is folded from the stored log (the secret seed put back), one round at a time, since a
 card seen in one round says nothing of where its copy lies in the next. In a round, a card is *public*
@@ -28,6 +34,8 @@ what WatchGame streams.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import random
 import re
@@ -344,6 +352,32 @@ class Calls:
             self.seen.append(
                 Seen(who, f"{what} {dispute.dispute_id}", texts_of(dispute), dispute.position, at)
             )
+
+
+class Watcher:
+    """A WatchGame stream held open while the game goes on: what it pushes live is checked like the rest."""
+
+    def __init__(self, calls: Calls, who: Identity) -> None:
+        self.calls = calls
+        self.who = who
+        self.last = 0
+        self.call = calls.stub.WatchGame(pb.WatchGameRequest(game_id=calls.game_id), metadata=who.metadata)
+        self.task = asyncio.create_task(self.read())
+
+    async def read(self) -> None:
+        async for event in self.call:
+            self.calls.event(self.who, "WatchGame live", event, await self.calls.version())
+            self.last = event.version
+
+    async def stop(self, until: int) -> None:
+        """Once the stream has pushed version ``until``, close it."""
+        async with asyncio.timeout(10):
+            while self.last < until and not self.task.done():
+                await asyncio.sleep(0.05)
+        self.call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        assert self.last >= until, f"WatchGame stopped at version {self.last} for {self.who.name}"
 
 
 #: Bots that often forget to call UNO, so that the games have catches (and disputes about them).
@@ -784,12 +818,15 @@ async def test_no_reply_shows_a_caller_a_card_the_rules_hide_from_it(
     calls = Calls(stub, audit_pb2_grpc.AuditServiceStub(channel), server.store)  # type: ignore[no-untyped-call]
     with structlog.testing.capture_logs() as logged:
         table = await play(calls, case)
+        watchers = [Watcher(calls, who) for who in [Identity("no token", None), table.seat(1)]]
         filings = await dispute(calls, table, case.players)
         other: pb.CreateGameReply = await stub.CreateGame(
             pb.CreateGameRequest(command_id=new_id(), variant=pb.CLASSIC, players=["x", "y"])
         )
         for who in identities(table, case.players, other):
             await read_everything(calls, table, who, filings)
+        for watcher in watchers:
+            await watcher.stop(await calls.version())
     known = await knowledge_of(server.store, calls.game_id)
     assert known.ended == NEVER, "the game must still be in progress: its seed is secret"
 
