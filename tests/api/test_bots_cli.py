@@ -1,0 +1,93 @@
+"""``uno-audit bots`` as a person and a script see it: a progress bar on a terminal and nothing on a pipe,
+``retries`` in the summary, and a server that stays away reported once the retries run out."""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import socket
+import struct
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+# A whole game, whose length the server's shuffle decides: patience on a busy machine.
+pytestmark = pytest.mark.timeout(300)
+
+UNO_AUDIT = Path(sys.executable).with_name("uno-audit")
+GAME = ("--games", "1", "--variant", "classic", "--players", "3", "--target-score", "1")
+
+
+def _read_until_closed(fd: int) -> bytes:
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:  # EIO: the child's end of the terminal is closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks)
+
+
+async def test_a_terminal_gets_a_progress_bar_of_games_and_retries(address: str) -> None:
+    terminal, child_end = os.openpty()
+    # A terminal 100 columns wide, as a person's would be (a fresh pseudo-terminal has no size).
+    fcntl.ioctl(child_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        bots = await asyncio.create_subprocess_exec(
+            str(UNO_AUDIT), "bots", "--server", address, *GAME,
+            stdout=asyncio.subprocess.PIPE, stderr=child_end,
+        )  # fmt: skip
+        os.close(child_end)
+        screen = asyncio.create_task(asyncio.to_thread(_read_until_closed, terminal))
+        printed, _ = await asyncio.wait_for(bots.communicate(), 240)
+        shown = (await screen).decode(errors="replace")
+    finally:
+        os.close(terminal)
+    assert bots.returncode == 0, shown
+    assert "games:" in shown and "1/1" in shown and "retries=0" in shown, shown
+    summary = json.loads(printed)
+    assert (summary["games"], summary["retries"], summary["rejected"]) == (1, 0, 0)
+
+
+async def test_a_pipe_gets_no_progress_bar(address: str) -> None:
+    bots = await asyncio.create_subprocess_exec(
+        str(UNO_AUDIT), "bots", "--server", address, *GAME,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    printed, complaints = await asyncio.wait_for(bots.communicate(), 240)
+    assert bots.returncode == 0, complaints.decode()
+    assert complaints == b""
+    assert json.loads(printed)["retries"] == 0
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize(("retry_for", "at_least"), [("0", 0.0), ("2", 1.0)])
+async def test_a_server_that_stays_away_is_reported_when_the_retries_run_out(
+    retry_for: str, at_least: float
+) -> None:
+    started = time.monotonic()
+    bots = await asyncio.create_subprocess_exec(
+        str(UNO_AUDIT), "bots", "--server", f"127.0.0.1:{_closed_port()}", *GAME,
+        "--retry-for", retry_for, "--backoff-cap", "1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    printed, complaints = await asyncio.wait_for(bots.communicate(), 60)
+    took = time.monotonic() - started
+    assert bots.returncode == 1
+    assert printed == b""
+    assert complaints.decode().startswith("uno-audit bots: UNAVAILABLE: ")
+    assert at_least <= took < at_least + 15
