@@ -328,7 +328,18 @@ def _stored_games_database(sub: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; its exit code. A reader that stops early (``| head``) ends the output quietly."""
+    try:
+        code = _dispatch(build_parser().parse_args(argv))
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+    except BrokenPipeError:
+        # Python would complain again while flushing at exit: point stdout at nothing first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_INVALID
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "simulate":
         return _simulate(args)
     if args.command == "serve":
@@ -359,8 +370,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _project(args: argparse.Namespace) -> int:
     import signal
 
+    import psycopg
+
     from projections.projector import run_projector
     from service.api.server import configure_logging
+    from service.store import StoreError
 
     configure_logging()
 
@@ -371,7 +385,11 @@ def _project(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await run_projector(args.database_url, stop=stop)
 
-    asyncio.run(run())
+    try:  # once it runs, the projector rides out outages itself; a start that fails is one line
+        asyncio.run(run())
+    except (psycopg.Error, StoreError) as error:
+        print(f"uno-audit project: database: {_one_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 
@@ -379,6 +397,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     import psycopg
 
     from projections.rebuild import RebuildBusy, rebuild
+    from service.store import StoreError
 
     try:
         report = asyncio.run(rebuild(args.database_url, args.view))
@@ -390,6 +409,9 @@ def _rebuild(args: argparse.Namespace) -> int:
             f"uno-audit rebuild: {_one_line(error)}: a rebuild creates tables, give the owner's URL",
             file=sys.stderr,
         )
+        return EXIT_USAGE
+    except (psycopg.Error, StoreError) as error:
+        print(f"uno-audit rebuild: database: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(report.to_json()))
     return EXIT_OK

@@ -1,6 +1,7 @@
 """Start-up failures of ``uno-audit serve`` are one line on standard error and exit 2: a port another
 server holds (refused, never shared), an address that cannot be bound, a database that does not answer
-(within ``--database-timeout``, not half a minute later with a traceback)."""
+(within ``--database-timeout``, not half a minute later with a traceback). The same for ``project`` and
+``rebuild``; and a reader that stops early (``| head``) gets no traceback."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from psycopg.conninfo import make_conninfo
 
 from projections.migrate import apply_migrations
 from service.api.server import start_server
+from service.cli import main
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin
@@ -82,3 +84,34 @@ def test_a_database_that_does_not_answer_is_one_line_within_the_timeout() -> Non
         took = time.monotonic() - started
     _one_line(done, "database")
     assert took < 20, f"took {took:.1f} s"
+
+
+@pytest.mark.parametrize("command", ["project", "rebuild"])
+def test_the_read_model_commands_without_a_database_say_so_in_one_line(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refused = make_conninfo(host="127.0.0.1", port=_closed_port(), dbname="uno", user="nobody")
+    assert main([command, "--database-url", refused]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"uno-audit {command}: database: ") and err.count("\n") == 1, err
+
+
+@needs_script
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    """``uno-audit … | head``: the pipe closes before the report is written."""
+    done = subprocess.Popen(
+        [str(UNO_AUDIT), "simulate", "--variant", "classic", "--players", "3", "--games", "20", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert done.stdout is not None and done.stderr is not None
+    done.stdout.close()  # the reader is gone before the command prints
+    err = done.stderr.read().decode()
+    assert done.wait(timeout=90) != 0
+    assert err == "", err
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # nobody listens there once the probe is closed
