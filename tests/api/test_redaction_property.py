@@ -28,8 +28,8 @@ caller named in its own request may come back in the refusal. The secret seed ap
 service's log lines name no card at all.
 
 The check can fail: the adjudicator's own replies, checked as if a seat had received them, show cards the
-seat may not see; and with the redaction of a dealt deck switched off, the same check finds the leak in
-what WatchGame streams.
+seat may not see; and with the redaction of a dealt deck, or of a ruling's evidence, switched off, the
+same check finds the leak in what WatchGame streams and ListDisputes lists.
 """
 
 from __future__ import annotations
@@ -846,19 +846,40 @@ async def test_no_reply_shows_a_caller_a_card_the_rules_hide_from_it(
     assert check(known, admin_seen), "the adjudicator's replies show a seat nothing hidden from it"
 
 
+@pytest.mark.parametrize(
+    ("switched_off", "shown_in"),
+    [
+        (type_name(ev.RoundStarted), {"WatchGame"}),  # the dealt deck
+        (type_name(DisputeRuled), {"WatchGame", "ListDisputes"}),  # the hand a ruling rests on
+    ],
+)
 async def test_the_check_finds_a_leaking_redaction(
-    server: RunningServer, channel: grpc.aio.Channel, stub: GameStub, monkeypatch: pytest.MonkeyPatch
+    server: RunningServer,
+    channel: grpc.aio.Channel,
+    stub: GameStub,
+    monkeypatch: pytest.MonkeyPatch,
+    switched_off: str,
+    shown_in: set[str],
 ) -> None:
-    """With RoundStarted's redaction switched off, WatchGame streams the dealt deck to every seat: the
-    property's check names the leak (so a passing property is not a check that cannot fail)."""
+    """With one event's redaction switched off, what WatchGame streams and ListDisputes lists to seat 0
+    shows cards the rules hide from it, and the property's check names each reply that does (so a
+    passing property is not a check that cannot fail)."""
     calls = Calls(stub, audit_pb2_grpc.AuditServiceStub(channel), server.store)  # type: ignore[no-untyped-call]
     table = await play(calls, Case(Variant.CLASSIC, players=2, seed=6, opening="bluff", steps=4))
-    now = await calls.version()
-    await calls.watch(table.seat(1), now)
-    known = await knowledge_of(server.store, calls.game_id)
-    assert check(known, calls.seen) == []
-    monkeypatch.delitem(views._REDACTIONS, type_name(ev.RoundStarted))
-    calls.seen.clear()
-    await calls.watch(table.seat(1), now)
-    found = check(known, calls.seen)
-    assert found and all(line.startswith("seat 1: WatchGame event") for line in found), found
+    await dispute(calls, table, 2)  # seat 0's, on a catch of seat 1 that the log does not hold, is ruled
+    seat = table.seat(0)
+
+    async def leaks() -> set[str]:
+        """The RPCs whose replies to seat 0 show it what it may not see."""
+        calls.seen.clear()
+        await calls.watch(seat, await calls.version())
+        listed = await calls.audit.ListDisputes(
+            apb.ListDisputesRequest(game_id=calls.game_id), metadata=seat.metadata
+        )
+        calls.disputes(seat, "ListDisputes", listed.disputes, await calls.version())
+        known = await knowledge_of(server.store, calls.game_id)
+        return {s.what.split()[0] for s in calls.seen if known.leaks(s)}
+
+    assert await leaks() == set()
+    monkeypatch.delitem(views._REDACTIONS, switched_off)
+    assert await leaks() == shown_in
