@@ -31,7 +31,10 @@ Anything else a servicer raises is a bug, never the client's business: the clien
 message ``internal error <id>`` and ErrorInfo reason ``INTERNAL`` (metadata ``error_id``), and the JSON
 log gets the same id with the method and the traceback — never a class name, SQL text or a card in the
 client's message. :class:`ErrorStatuses` applies this to every method of every service of the server, so
-a servicer only raises; nothing reaches a client as UNKNOWN.
+a servicer only raises; nothing reaches a client as UNKNOWN. That includes a request protobuf cannot parse
+(nested past its 100 levels, or bytes that are no message of the method's type): gRPC would answer it
+UNKNOWN before any servicer ran, so the interceptor's deserializer hands it on as :data:`UNPARSED`, and it
+is INVALID_ARGUMENT naming the field ``request``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import grpc
 import psycopg
 import structlog
 from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -160,22 +164,50 @@ class ErrorStatuses(grpc.aio.ServerInterceptor):
         if handler.unary_unary is not None and inspect.iscoroutinefunction(handler.unary_unary):
             return grpc.unary_unary_rpc_method_handler(
                 _guard_unary(method, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_parsing(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
             return grpc.unary_stream_rpc_method_handler(
                 _guard_stream(method, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_parsing(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         return handler  # the libraries' services (health's Watch, reflection) answer for themselves
+
+
+#: What the deserializer of :func:`_parsing` gives for a request protobuf cannot parse.
+UNPARSED = object()
+
+
+def _unparsed() -> InvalidInput:
+    return InvalidInput(
+        "request",
+        "protobuf cannot parse it (nested more than 100 levels deep, or not a message of this method)",
+    )
+
+
+def _parsing(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """The method's request deserializer, giving :data:`UNPARSED` where it would raise (the guards then
+    answer INVALID_ARGUMENT; an exception here would reach the client as UNKNOWN)."""
+    if deserializer is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except DecodeError:
+            return UNPARSED
+
+    return parse
 
 
 def _guard_unary(
     method: str, behaviour: Callable[[Any, Any], Awaitable[Any]]
 ) -> Callable[[Any, Any], Awaitable[Any]]:
     async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        if request is UNPARSED:
+            await abort(context, method, _unparsed())
         try:
             return await behaviour(request, context)
         except grpc.aio.AbortError:
@@ -190,6 +222,8 @@ def _guard_stream(
     method: str, behaviour: Callable[[Any, Any], AsyncIterator[Any]]
 ) -> Callable[[Any, Any], AsyncIterator[Any]]:
     async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        if request is UNPARSED:
+            await abort(context, method, _unparsed())
         try:
             async for item in behaviour(request, context):
                 yield item
