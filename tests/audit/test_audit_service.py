@@ -17,6 +17,7 @@ from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
 from service.audit.record import read_record
 from service.audit.verify import verify_record
+from service.limits import MAX_RECORD_BYTES
 from service.rules.options import Variant
 from tests.api.support import (
     ADMIN,
@@ -441,3 +442,21 @@ async def test_dispute_lists_are_paged(audit: AuditStub) -> None:
         grpc.StatusCode.INVALID_ARGUMENT,
         field="page_size",
     )
+
+
+async def test_a_record_over_4_mib_is_refused_by_the_service_not_the_transport(
+    audit: AuditStub, database_url: str
+) -> None:
+    """The documented limit is the one enforced: a record of 4 MiB + 1 byte gets INVALID_ARGUMENT naming
+    ``record`` (the server receives requests up to 4 MiB + 64 KiB), and nothing is stored."""
+    text = (RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8")
+    padded = text + " " * (MAX_RECORD_BYTES + 1 - len(text.encode("utf-8")))
+    assert len(padded.encode("utf-8")) == MAX_RECORD_BYTES + 1
+    rows = await count_rows(database_url)
+    error = await fails_with(
+        audit.ImportRecord(apb.ImportRecordRequest(command_id=new_id(), record=padded), metadata=ADMIN),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        field="record",
+    )
+    assert "4 MiB" in (error.details() or "")
+    assert await count_rows(database_url) == rows
