@@ -2,7 +2,7 @@
 then every promise the service makes about retried commands is checked against the database.
 
     python bench/chaos.py [--seconds 120] [--kills 10] [--projector-kills 3] [--restarts 3] [--outage 4]
-                          [--concurrency 8] [--seed 0] [--json] [--keep]
+                          [--concurrency 8] [--seed 0] [--recovery 90] [--json] [--keep]
 
 Why a script and not only tests: idempotent command ids, the store's one-statement append and the
 projector's exactly-once batches are each tested alone, but what a client sees when the process that
@@ -13,20 +13,22 @@ CI; this script runs a long one and prints the figures the README quotes.
 What it sets up, all of it private and removed at the end (also on failure or Ctrl-C):
 
 * a PostgreSQL of its own (``initdb`` into a temporary folder, a free port on 127.0.0.1, ``pg_ctl``; as
-  root, run as the ``postgres`` system user, since PostgreSQL refuses root) — never a shared server,
-  whose other users a restart would cut off;
+  root, run as the ``postgres`` system user through ``setpriv``, since PostgreSQL refuses root) — never
+  a shared server, whose other users a restart would cut off;
 * ``uno-audit migrate`` as that server's owner, then ``uno-audit serve --no-projector`` and
   ``uno-audit project`` as subprocesses logged in as the service's login, so that each can be killed
   on its own;
 * bots (:mod:`service.api.client_bots`, with its retries: the same command id until a definite answer)
   keeping ``--concurrency`` games in flight, every call recorded: each acknowledged command (game,
-  command id, the versions of its reply), each definite refusal, the status of every attempt.
+  command id, the versions of its reply), each definite refusal, the status of every attempt; 2 % of
+  turns first send a challenge the rules refuse, so that there are refusals to check.
 
 The faults, spread over ``--seconds`` in a seeded random order, one at a time, each healed before the
 next (the run fails if the load or the projector has not moved on within ``--recovery`` seconds):
 ``kill -9`` of ``serve`` (restarted on the same port after a moment), ``kill -9`` of the projector, and
-database restarts in turn fast (``pg_ctl restart -m fast``), immediate (``pg_ctl stop -m immediate``, a
-crash as far as the database's recovery is concerned) and a stop of ``--outage`` seconds.
+database restarts in turn fast (``pg_ctl stop -m fast``, then start), immediate (``pg_ctl stop -m
+immediate``, a crash as far as the database's recovery is concerned, then start) and a stop of
+``--outage`` seconds.
 
 Then the load stops, the projector catches up, and the checks run against the database:
 
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import json
 import os
@@ -507,6 +510,9 @@ class Chaos:
 
     async def run(self) -> Report:
         started = time.monotonic()
+        # The finally below is the way out; this is for an interpreter that exits without unwinding the
+        # run's task (a test timeout raised in the event loop, a second Ctrl-C).
+        atexit.register(self._tear_down)
         try:
             await self._set_up()
             watching = asyncio.create_task(self._watch())
@@ -519,6 +525,7 @@ class Chaos:
             figures = await self._check()
         finally:
             await asyncio.to_thread(self._tear_down)
+            atexit.unregister(self._tear_down)
         figures["seconds_load"] = round(load_seconds, 1)
         figures["seconds_total"] = round(time.monotonic() - started, 1)
         return Report(figures, self.failures)
