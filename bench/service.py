@@ -84,7 +84,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
-from service.api.client_bots import BotTable, LoadSummary  # noqa: E402
+from service.api.client_bots import BotTable, LoadSummary, RetryPolicy  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.handler import stored_form  # noqa: E402
@@ -525,7 +525,7 @@ class _TimedTable(BotTable):
     def __init__(
         self, stub: pb_grpc.GameServiceStub, rng: random.Random, summary: LoadSummary, window: Window
     ) -> None:
-        super().__init__(stub, rng, summary)
+        super().__init__(stub, rng, summary, RetryPolicy())
         self.window = window
 
     async def send(self, method: str, seat: int, request: object) -> pb.CommandReply | None:
