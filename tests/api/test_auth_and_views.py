@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
-from service.api.client_bots import BotTable, LoadSummary
+from service.api.client_bots import BotTable, LoadSummary, RetryPolicy
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.views import VARIANTS
@@ -173,7 +173,7 @@ class _RecordingTable(BotTable):
     """A bot table that keeps every reply and view each seat got, and watches the game as every caller."""
 
     def __init__(self, stub: pb_grpc.GameServiceStub, seed: int) -> None:
-        super().__init__(stub, random.Random(seed), LoadSummary())
+        super().__init__(stub, random.Random(seed), LoadSummary(), RetryPolicy())
         self.deck_seed = seed
         self.replies: list[tuple[int, pb.CommandReply]] = []
         self.views: list[tuple[int, pb.GameView]] = []
