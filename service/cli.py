@@ -329,6 +329,9 @@ def _stored_games_database(sub: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit code. A reader that stops early (``| head``) ends the output quietly."""
+    # Every command's first connection gives up on a database that does not answer after this many
+    # seconds (libpq reads it; serve's --database-timeout sets its own), instead of waiting for TCP.
+    os.environ.setdefault("PGCONNECT_TIMEOUT", "10")
     try:
         code = _dispatch(build_parser().parse_args(argv))
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below

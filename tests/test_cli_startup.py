@@ -115,3 +115,22 @@ def _closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])  # nobody listens there once the probe is closed
+
+
+@needs_script
+@pytest.mark.parametrize("command", [["project"], ["rebuild"], ["verify", "--all"]])
+def test_a_silent_database_ends_the_other_commands_in_one_line_too(command: list[str]) -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = make_conninfo(host="127.0.0.1", port=silent.getsockname()[1], dbname="uno", user="nobody")
+        env = {"PATH": "/usr/bin:/bin", "PGCONNECT_TIMEOUT": "2"}
+        done = subprocess.run(
+            [str(UNO_AUDIT), *command, "--database-url", url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
