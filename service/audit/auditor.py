@@ -283,8 +283,27 @@ class Auditor:
         if status not in (None, "open", "ruled"):
             raise InvalidInput("status", "choose open or ruled (or neither)")
         by_game: dict[str, list[tuple[int, Entry]]] = {}
+        unreadable: dict[str, str] = {}
         for row in await self.store.dispute_events(game_id):
-            by_game.setdefault(row.game_id, []).append((row.version, decode_entry(row.type, row.payload)))
+            if row.game_id in unreadable:
+                continue
+            try:
+                entry = decode_entry(row.type, row.payload)
+                if isinstance(entry, DisputeFiled):
+                    DisputeKind(entry.kind)
+            except ValueError as bad:  # an edited entry (CatalogueError is a ValueError too)
+                unreadable[row.game_id] = f"position {row.version}: {bad}"
+                by_game.pop(row.game_id, None)
+                continue
+            by_game.setdefault(row.game_id, []).append((row.version, entry))
+        if game_id is not None and game_id in unreadable:
+            raise Precondition(
+                f"game {game_id!r}: a dispute entry cannot be read at {unreadable[game_id]}; "
+                "VerifyGame reports what the log holds",
+                reason="LOG_UNREADABLE",
+            )
+        for game, where in unreadable.items():  # one damaged game does not hide every other's disputes
+            _log.warning("disputes unreadable", game=game, where=where)
         return [
             (game, dispute)
             for game, entries in by_game.items()

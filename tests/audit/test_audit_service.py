@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf import json_format
 
@@ -460,3 +461,45 @@ async def test_a_record_over_4_mib_is_refused_by_the_service_not_the_transport(
     )
     assert "4 MiB" in (error.details() or "")
     assert await count_rows(database_url) == rows
+
+
+async def test_an_edited_dispute_entry_is_reported_and_hides_no_other_game(
+    audit: AuditStub, database_url: str
+) -> None:
+    """A superuser edit of a dispute entry: that game's list is FAILED_PRECONDITION (LOG_UNREADABLE, the
+    position named), never INTERNAL; the list of every game still shows the other games' disputes."""
+    text = (RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8")
+    filed = {}
+    for _ in range(2):
+        imported = await audit.ImportRecord(
+            apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+        )
+        dispute = await audit.FileDispute(
+            apb.FileDisputeRequest(
+                game_id=imported.game_id,
+                command_id=new_id(),
+                kind=apb.UNO_CATCH,
+                position=2,
+                claim="edited",
+                as_seat=0,
+            ),
+            metadata=ADMIN,
+        )
+        filed[imported.game_id] = dispute
+    damaged, intact = list(filed)
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute("ALTER TABLE events DISABLE TRIGGER USER")
+        await conn.execute(
+            "UPDATE events SET payload = jsonb_set(payload, '{kind}', '\"nonsense\"') "
+            "WHERE game_id = %s AND version = %s",
+            (damaged, filed[damaged].filed_at),
+        )
+        await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
+    error = await fails_with(
+        audit.ListDisputes(apb.ListDisputesRequest(game_id=damaged), metadata=ADMIN),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        reason="LOG_UNREADABLE",
+    )
+    assert f"position {filed[damaged].filed_at}" in (error.details() or "")
+    everything = await audit.ListDisputes(apb.ListDisputesRequest(), metadata=ADMIN)
+    assert [d.dispute_id for d in everything.disputes] == [filed[intact].dispute_id]
