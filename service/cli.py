@@ -27,6 +27,8 @@
   read models' migrations, as the owner, and the service's login ``uno_audit_service``.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
   games as gRPC clients of a running server.
+* ``uno-audit health [--server HOST:PORT] [--service NAME] [--timeout S]``: ask a running server's
+  ``grpc.health.v1`` service; exit 0 when it answers SERVING, 1 otherwise or when it cannot be reached.
 * ``uno-audit project [--database-url DSN]``: the projector alone, keeping the read models current.
 * ``uno-audit rebuild [--view NAME] [--database-url OWNER_DSN]``: rebuild read models from zero and swap
   them in (it creates tables: the owner's login).
@@ -240,6 +242,18 @@ def build_parser() -> argparse.ArgumentParser:
     bots.add_argument("--backoff-cap", type=_bounded(1, 3_600), default=5, metavar="S", help="longest wait")
     bots.add_argument("--call-timeout", type=_bounded(1, 3_600), default=30, metavar="S", help="per attempt")
 
+    health = commands.add_parser("health", help="ask a running server's gRPC health service")
+    health.add_argument("--server", default="127.0.0.1:50051", help="host:port (default 127.0.0.1:50051)")
+    health.add_argument(
+        "--service",
+        default="",
+        metavar="NAME",
+        help="a service's health, e.g. uno.audit.v1.GameService (default: the whole server's)",
+    )
+    health.add_argument(
+        "--timeout", type=_bounded(1, 600), default=5, metavar="S", help="give up after S seconds (default 5)"
+    )
+
     adjudicate = commands.add_parser(
         "adjudicate", help="rule on the UNO catch or Wild Draw Four challenge at a position of a stored game"
     )
@@ -349,6 +363,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _serve(args)
     if args.command == "bots":
         return _bots(args)
+    if args.command == "health":
+        return _health(args)
     if args.command == "project":
         return _project(args)
     if args.command == "rebuild":
@@ -629,6 +645,34 @@ def _bots(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     print(json.dumps(summary.to_json()))
     return EXIT_OK if summary.rejected == 0 else EXIT_INVALID
+
+
+def _health(args: argparse.Namespace) -> int:
+    """One line: the status the server's health service gives ``--service``; exit 0 only for SERVING.
+
+    Container health checks (compose, ``docker run``) run a command in the container and read its exit
+    status; this is that command (Kubernetes asks the same health service itself). A server that is
+    stopping answers NOT_SERVING, an unknown service name is NOT_FOUND, a server that does not answer
+    within ``--timeout`` is UNAVAILABLE or DEADLINE_EXCEEDED: all exit 1, so a check never passes by
+    accident."""
+    # gRPC's core would add its own lines about a refused connection: the one line here says it.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    name = args.service or "server"
+    try:
+        with grpc.insecure_channel(args.server) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
+            )
+    except grpc.RpcError as error:
+        print(
+            f"uno-audit health: {args.server} {name}: {error.code().name}: {error.details()}", file=sys.stderr
+        )
+        return EXIT_INVALID
+    print(f"{args.server} {name}: {health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)}")
+    return EXIT_OK if reply.status == health_pb2.HealthCheckResponse.SERVING else EXIT_INVALID
 
 
 def _simulate(args: argparse.Namespace) -> int:
