@@ -53,6 +53,7 @@ def compile_protos(protos: Path) -> list[descriptor_pb2.FileDescriptorProto]:
 
 
 def render(files: Sequence[descriptor_pb2.FileDescriptorProto]) -> str:
+    """The whole reference: the same files give the same text, byte for byte (``--check`` compares)."""
     lines = [
         "# API reference",
         "",
@@ -71,6 +72,7 @@ def render(files: Sequence[descriptor_pb2.FileDescriptorProto]) -> str:
 
 
 def render_file(f: descriptor_pb2.FileDescriptorProto) -> list[str]:
+    """One file's section, its declarations in the order of the file (the order its authors chose)."""
     comments = {tuple(loc.path): comment(loc) for loc in f.source_code_info.location}
     lines = ["", f"## {f.name}", "", f"Package `{f.package}`.", *block(comments.get((SYNTAX,), ""))]
     for i, service in enumerate(f.service):
