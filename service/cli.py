@@ -19,6 +19,9 @@
   ``uno-game-record/1`` text on standard output, byte for byte (``> game.jsonl``).
 * ``uno-audit import FILE [--tournament T] [--json] [--database-url DSN]``: store a table game's record
   as an imported game; prints its id, the seat tokens (shown once) and the verdict at import.
+* ``uno-audit replay --record FILE | --game ID [--as-seat N] [--out FILE] [--database-url DSN]``: the
+  arbiter's replay, one self-contained HTML page to step through every position (the adjudicator's view,
+  or only what seat N may see).
 * ``uno-audit serve [--listen HOST:PORT] [--database-url DSN] [--migrate-url DSN] [--data-dir DIR]
   [--admin-token-file PATH] [--service-password-file PATH]``: the gRPC game service, logged in as its
   own restricted role (the URL's login; see "Credentials" below); without a database URL (flag or
@@ -300,6 +303,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imports.add_argument("--json", action="store_true", help="print one JSON object")
     _stored_games_database(imports)
+
+    replay = commands.add_parser(
+        "replay", help="the arbiter's replay of a record or a stored game: one self-contained HTML page"
+    )
+    replayed = replay.add_mutually_exclusive_group(required=True)
+    replayed.add_argument("--record", type=Path, help="an uno-game-record/1 file (offline)")
+    replayed.add_argument("--game", type=_game_id, metavar="ID", help="a stored game")
+    replay.add_argument(
+        "--out", type=Path, metavar="FILE", help="write the page here (default: standard output)"
+    )
+    replay.add_argument(
+        "--as-seat",
+        type=_bounded(0, MAX_SEAT),
+        metavar="N",
+        help="only what seat N may see: its own hand, the others' counts (default: every hand)",
+    )
+    _stored_games_database(replay)
     return parser
 
 
@@ -377,6 +397,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cli_audit.export(args)
     if args.command == "import":
         return cli_audit.import_record(args)
+    if args.command == "replay":
+        return cli_audit.replay(args)
     if args.game is not None or args.all:
         return cli_audit.verify_stored(args)
     for flag, given in (("--reveal-seed", args.reveal_seed), ("--no-projections", args.no_projections)):

@@ -309,3 +309,49 @@ def _human_import(
         lines.append(f"verdict at import: INVALID: {violations} ({rulings})")
         lines.extend(f"  {finding_line(violation, Unit.LINE)}" for violation in report.violations)
     return "\n".join(lines)
+
+
+def replay(args: argparse.Namespace) -> int:
+    """``uno-audit replay``: the arbiter's replay page of a record file (offline) or a stored game, on
+    standard output or in ``--out``. Exit 0 once written, whatever the game's verdict (the page says it)."""
+    if args.record is not None:
+        return _replay_record(args)
+
+    async def work(auditor: Auditor) -> int:
+        return _write_page(args, await auditor.replay(args.game, seat=args.as_seat))
+
+    return _on_auditor(args, work)
+
+
+def _replay_record(args: argparse.Namespace) -> int:
+    from service.audit.record import RecordError, read_record_file
+    from service.audit.replay_html import SeatError, record_replay_html
+    from service.audit.verify import verify_record
+
+    try:
+        record = read_record_file(args.record)
+    except RecordError as error:
+        print(f"uno-audit replay: {args.record}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"uno-audit replay: cannot read {args.record}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        page = record_replay_html(record, verify_record(record), seat=args.as_seat, title=args.record.name)
+    except SeatError as error:
+        print(f"uno-audit replay: --as-seat: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return _write_page(args, page)
+
+
+def _write_page(args: argparse.Namespace, page: str) -> int:
+    if args.out is None:
+        _write_exactly(page)
+        return EXIT_OK
+    try:
+        args.out.write_text(page, encoding="utf-8")
+    except OSError as error:
+        print(f"uno-audit replay: cannot write {args.out}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wrote {args.out}: open it in a browser, ← and → step through the positions")
+    return EXIT_OK

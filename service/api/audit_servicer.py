@@ -275,6 +275,12 @@ class AuditService(pb_grpc.AuditServiceServicer):
         text = await self.auditor.export(game_id, reveal_seed=request.reveal_seed, command_id=command_id)
         return pb.ExportGameReply(record=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
+    async def ReplayGame(self, request: pb.ReplayGameRequest, context: Context) -> pb.ReplayGameReply:
+        game_id = limits.identifier(request.game_id, "game_id")
+        self.callers.admin(context)
+        seat = request.as_seat if request.HasField("as_seat") else None
+        return pb.ReplayGameReply(html=await self.auditor.replay(game_id, seat=seat))
+
     async def ImportRecord(self, request: pb.ImportRecordRequest, context: Context) -> pb.ImportRecordReply:
         tokens: list[str] = []
 

@@ -40,6 +40,7 @@ from .entries import (
 from .game_report import Adjudication, GameReport, Unverified
 from .log import Dispute, GameLog, LogError, collect_disputes, export_text, record_sha256
 from .record import FORMAT, RecordError, read_record
+from .replay_html import SeatError, game_replay_html
 from .report import RulesReport
 from .stored_game import AdjudicationError, adjudicate, verify_game
 from .verify import verify_record
@@ -193,6 +194,26 @@ class Auditor:
         try:
             return export_text(log, reveal=True)
         except LogError as bad:
+            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
+
+    async def replay(self, game_id: str, *, seat: int | None = None) -> str:
+        """The arbiter's replay of the game: one self-contained HTML page
+        (:func:`service.audit.replay_html.game_replay_html`), the adjudicator's view, or ``seat``'s.
+
+        The seed is used to follow the cards but never shown; the read models are not checked (the page
+        is about the game, and the full report has them).
+        """
+        log = await self.load(game_id)
+        ledger = await self.store.ledger_last_version(game_id)
+
+        def page() -> str:
+            return game_replay_html(log, verify_game(log, ledger_last_version=ledger), seat=seat)
+
+        try:
+            return await asyncio.to_thread(page)  # the replay is CPU work: off the event loop
+        except SeatError as bad:
+            raise InvalidInput("as_seat", str(bad)) from None
+        except (LogError, RecordError) as bad:
             raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
 
     # --- writing the audit trail ------------------------------------------------------------------------

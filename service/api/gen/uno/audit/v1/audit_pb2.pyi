@@ -214,3 +214,17 @@ class ImportRecordReply(_message.Message):
     seats: _containers.RepeatedCompositeFieldContainer[ImportSeat]
     report: _struct_pb2.Struct
     def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[ImportSeat, _Mapping]]] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class ReplayGameRequest(_message.Message):
+    __slots__ = ("game_id", "as_seat")
+    GAME_ID_FIELD_NUMBER: _ClassVar[int]
+    AS_SEAT_FIELD_NUMBER: _ClassVar[int]
+    game_id: str
+    as_seat: int
+    def __init__(self, game_id: _Optional[str] = ..., as_seat: _Optional[int] = ...) -> None: ...
+
+class ReplayGameReply(_message.Message):
+    __slots__ = ("html",)
+    HTML_FIELD_NUMBER: _ClassVar[int]
+    html: str
+    def __init__(self, html: _Optional[str] = ...) -> None: ...

@@ -74,6 +74,11 @@ class AuditServiceStub:
                 request_serializer=uno_dot_audit_dot_v1_dot_audit__pb2.ImportRecordRequest.SerializeToString,
                 response_deserializer=uno_dot_audit_dot_v1_dot_audit__pb2.ImportRecordReply.FromString,
                 _registered_method=True)
+        self.ReplayGame = channel.unary_unary(
+                '/uno.audit.v1.AuditService/ReplayGame',
+                request_serializer=uno_dot_audit_dot_v1_dot_audit__pb2.ReplayGameRequest.SerializeToString,
+                response_deserializer=uno_dot_audit_dot_v1_dot_audit__pb2.ReplayGameReply.FromString,
+                _registered_method=True)
 
 
 class AuditServiceServicer:
@@ -127,6 +132,12 @@ class AuditServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReplayGame(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuditServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +180,11 @@ def add_AuditServiceServicer_to_server(servicer, server):
                     servicer.ImportRecord,
                     request_deserializer=uno_dot_audit_dot_v1_dot_audit__pb2.ImportRecordRequest.FromString,
                     response_serializer=uno_dot_audit_dot_v1_dot_audit__pb2.ImportRecordReply.SerializeToString,
+            ),
+            'ReplayGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplayGame,
+                    request_deserializer=uno_dot_audit_dot_v1_dot_audit__pb2.ReplayGameRequest.FromString,
+                    response_serializer=uno_dot_audit_dot_v1_dot_audit__pb2.ReplayGameReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -387,6 +403,33 @@ class AuditService:
             '/uno.audit.v1.AuditService/ImportRecord',
             uno_dot_audit_dot_v1_dot_audit__pb2.ImportRecordRequest.SerializeToString,
             uno_dot_audit_dot_v1_dot_audit__pb2.ImportRecordReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplayGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/uno.audit.v1.AuditService/ReplayGame',
+            uno_dot_audit_dot_v1_dot_audit__pb2.ReplayGameRequest.SerializeToString,
+            uno_dot_audit_dot_v1_dot_audit__pb2.ReplayGameReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,478 @@
+"""The arbiter's replay: one self-contained HTML page to step through a game position by position.
+
+A chess arbiter looks at a board; an UNO arbiter gets the verifier's report as JSON or text. This page
+shows the table at every position of a record or a stored game — top card, active colour, direction,
+whose turn, every hand drawn as cards — with each violation, ruling and dispute at the position it
+belongs to (its rule id and its evidence: the hand, the matching cards, where the UNO window opened and
+closed), the hash chain and seed status, and the scores by round as an inline SVG chart.
+
+The tables come from the verifier's own replay (:class:`~service.audit.verify.Replay`), which applies
+every line through the rules engine; :class:`_Recorder` only keeps the state it reached after each line,
+so the page shows exactly the table the report judged. The findings come from the typed report.
+
+Everything is pure: input the record (or a stored game's log) and the report, output one HTML string.
+The page needs no network: its CSS and script are inline, and the per-position data is one JSON blob in a
+``<script type="application/json">`` element that the script renders with ``textContent`` only, so that
+nothing from the record (names, claims, notes) is ever parsed as markup; the template escapes the rest.
+
+``seat`` gives a seat's view: its own hand, the other hands as counts, every event and every piece of
+evidence through the service's one redaction (:func:`service.api.views.redact`), as the seat's event
+stream would show them. Without it the page is the adjudicator's, who sees every card.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from service.api.auth import Caller
+from service.api.views import redact
+from service.catalogue import encode, type_name
+from service.rules.events import Event, Prompted
+from service.rules.state import State
+from service.rules.violations import Rule
+
+from .entries import DisputeRuled
+from .game_report import GameReport
+from .log import Dispute, GameLog, LogError
+from .record import Action, ActionKind, GameRecord, RoundLine
+from .report import Finding, Outcome, RulesReport, Ruling
+from .verify import Replay, Report
+
+#: The event fields that name a seat: shown as the player's name.
+_SEAT_FIELDS = frozenset(("player", "target", "by", "offender", "winner", "dealer", "other"))
+#: Event fields too long to list in full (a whole deck, a reshuffled pile): shown as a count.
+_COUNTED_FIELDS = frozenset(("deck", "pile"))
+#: The palette of the score chart's lines, one per seat (repeating past eight players).
+_SERIES_COLOURS = ("#d62828", "#1d6fd1", "#2a9d3c", "#e0a800", "#7b2cbf", "#e76f51", "#118ab2", "#6c757d")
+
+
+class SeatError(ValueError):
+    """A seat view asked of a seat the game does not have."""
+
+
+class _Recorder(Replay):
+    """The verifier's replay, keeping the table it reached after every line (the header's: the table as
+    created). A line the record cannot be followed past keeps the table as it was before it."""
+
+    def __init__(self, record: GameRecord, where: Callable[[int], str] = "line {}".format) -> None:
+        super().__init__(record, where)
+        self.tables: dict[int, State | None] = {}
+
+    def run(self) -> Report:
+        report = super().run()
+        self.tables.setdefault(self.record.header.line, self.state)  # a game with no round, or not created
+        return report
+
+    def start_round(self, start: RoundLine) -> None:
+        self.tables.setdefault(self.record.header.line, self.state)
+        try:
+            super().start_round(start)
+        finally:
+            self.tables[start.line] = self.state
+
+    def action(self, action: Action) -> None:
+        try:
+            super().action(action)
+        finally:
+            self.tables[action.line] = self.state
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """What a page is made of: the record, the report judging it (lines or positions), where each line
+    stands (``place``: the identity for a record), the disputes and the status rows of the heading."""
+
+    title: str
+    record: GameRecord
+    rules: RulesReport
+    place: Callable[[int], int]
+    where: Callable[[int], str]
+    disputes: tuple[Dispute, ...]
+    status: tuple[tuple[str, bool | None, str], ...]
+
+
+def record_replay_html(
+    record: GameRecord, report: RulesReport, *, seat: int | None = None, title: str = "game record"
+) -> str:
+    """The replay page of a record file, judged by ``report`` (:func:`~service.audit.verify.verify_record`
+    of the same record); ``seat``: that seat's view (see the module docstring)."""
+    header = record.header
+    seed: tuple[bool | None, str]
+    if header.seed is None:
+        seed = (None, "no seed in the record: the cards are as the record lists them")
+    elif header.seed_sha256 is None:
+        seed = (True, "seed given: every card re-derived from it")
+    else:
+        matches = hashlib.sha256(header.seed).hexdigest() == header.seed_sha256
+        seed = (matches, "seed matches its commitment" if matches else "seed does NOT match its commitment")
+    source = _Source(
+        title,
+        record,
+        report,
+        lambda line: line,
+        "line {}".format,
+        (),
+        (
+            ("rules", report.valid, _rules_status(report)),
+            ("hash chain", None, "a record file has no hash chain (a stored game does)"),
+            ("seed", seed[0], seed[1] + _mismatches(report)),
+        ),
+    )
+    return _page(source, seat)
+
+
+def game_replay_html(log: GameLog, report: GameReport, *, seat: int | None = None) -> str:
+    """The replay page of a stored game, judged by ``report`` (:func:`~service.audit.stored_game.
+    verify_game` of the same log); positions are the log's. Raises :class:`~service.audit.log.LogError`
+    (or :class:`~service.audit.record.RecordError`) for a log that cannot be read back as a record,
+    which has no positions to step through."""
+    unreadable = report.unreadable
+    if report.rules is None or unreadable is not None:
+        raise LogError(
+            unreadable.message if unreadable is not None else "the log cannot be read back as a record",
+            unreadable.position if unreadable is not None else 1,
+        )
+    rules = report.rules
+    logged = log.record(reveal=log.seed is not None)
+    chain = report.chain
+    chain_text = f"{chain.events} events, head {chain.head.hex()[:16]}…"
+    if chain.findings:
+        first = chain.findings[0]
+        chain_text += f"; {len(chain.findings)} finding(s), first at position {first.position}: {first.kind}"
+    status: list[tuple[str, bool | None, str]] = [
+        ("rules", rules.valid, _rules_status(rules)),
+        ("hash chain", chain.valid, ("intact: " if chain.valid else "BROKEN: ") + chain_text),
+    ]
+    if report.seed is not None:
+        seed = report.seed
+        ok = None if seed.commitment_ok is None else seed.commitment_ok and not seed.mismatches
+        text = f"{seed.status.value}; commitment {_said(seed.commitment_ok, 'matches', 'does NOT match')}"
+        if seed.checked_to is not None:
+            text += f"; cards re-derived to position {seed.checked_to}"
+        if seed.mismatches:
+            text += f"; {len(seed.mismatches)} mismatch(es), first at position {seed.mismatches[0].position}"
+        status.append(("seed", ok, text))
+    if report.replay is not None:
+        replay = report.replay
+        diverged = replay.diverged_at
+        same = diverged is None and not replay.outcome_differs
+        text = "today's rules engine agrees with the log"
+        if diverged is not None:
+            text = f"today's rules engine differs from the log at position {diverged.position}"
+        elif replay.outcome_differs:
+            text = "the stored outcome differs from today's replay"
+        status.append(("replay", same, text))
+    source = _Source(
+        f"game {log.game_id} ({report.origin.value}, {report.status.value})",
+        logged.record,
+        rules,
+        logged.position,
+        lambda line: f"position {logged.position(line)}",
+        report.disputes,
+        tuple(status),
+    )
+    return _page(source, seat)
+
+
+def _said(value: bool | None, yes: str, no: str) -> str:
+    return "not checked" if value is None else (yes if value else no)
+
+
+def _rules_status(report: RulesReport) -> str:
+    text = f"{len(report.violations)} violation(s), {len(report.rulings)} ruling(s)"
+    if report.stopped_at is not None:
+        text += f"; cannot be followed past {report.unit.value} {report.stopped_at}"
+    return text
+
+
+def _mismatches(report: RulesReport) -> str:
+    unfair = [v for v in report.violations if v.rule is Rule.FAIR_COMMIT]
+    return f"; {len(unfair)} card(s) not the seed's" if unfair else ""
+
+
+# --- the page ---------------------------------------------------------------------------------------------
+
+
+def _page(source: _Source, seat: int | None) -> str:
+    players = source.record.header.players
+    if seat is not None and not 0 <= seat < len(players):
+        raise SeatError(f"seats are 0 to {len(players) - 1}, not {seat}")
+    recorder = _Recorder(source.record, where=source.where)
+    replayed = recorder.run()
+    caller = Caller(admin=True) if seat is None else Caller(seat=seat)
+    rules = source.rules
+    unit = rules.unit.value
+    lines = sorted(recorder.tables)
+    steps = [
+        _step(line, source, replayed.events.get(line, []), recorder.tables.get(line), caller, players)
+        for line in lines
+    ]
+    ats = [source.place(line) for line in lines]
+
+    def step_of(at: int | None) -> int | None:
+        """The index of the step a number of the report stands for: the last step at or before it."""
+        if at is None:
+            return None
+        found = [index for index, step_at in enumerate(ats) if step_at <= at]
+        return found[-1] if found else 0
+
+    data = {
+        "unit": unit,
+        "players": list(players),
+        "viewer": "the adjudicator (every hand)" if seat is None else f"seat {seat} ({players[seat]})",
+        "steps": steps,
+        "violations": [_finding(v, step_of) for v in rules.violations],
+        "rulings": [_ruling(r, caller, step_of) for r in rules.rulings],
+        "disputes": [_dispute(d, players, caller, step_of) for d in source.disputes],
+        "stopped": step_of(rules.stopped_at),
+    }
+    return _template().render(
+        title=source.title,
+        variant=rules.variant.value,
+        players=players,
+        viewer=data["viewer"],
+        valid=rules.valid,
+        status=source.status,
+        chart=_chart(rules.outcome, players),
+        data=data,
+    )
+
+
+def _step(
+    line: int,
+    source: _Source,
+    events: Sequence[Event],
+    state: State | None,
+    caller: Caller,
+    players: Sequence[str],
+) -> dict[str, object]:
+    at = source.place(line)
+    return {
+        "at": at,
+        "line": line,
+        "label": f"{source.rules.unit.value} {at}",
+        "what": _what(line, source.record),
+        "events": [_event(e, caller, players) for e in events if not isinstance(e, Prompted)],
+        "table": None if state is None else _table(state, caller),
+    }
+
+
+def _what(line: int, record: GameRecord) -> str:
+    """What record line ``line`` says happened, in words (never the cards it lists as taken: those are
+    private, and the events say them to whoever may see them)."""
+    header = record.header
+    if line == header.line:
+        return f"game created: {header.variant.value}, {', '.join(header.players)}"
+    for block in record.rounds:
+        if block.start.line == line:
+            return f"round {block.start.round} dealt by {block.start.dealer}"
+        for action in block.actions:
+            if action.line == line:
+                return _action_text(action)
+    return ""
+
+
+def _action_text(action: Action) -> str:
+    kind, by = action.kind, action.by or "the table"
+    if kind is ActionKind.PLAY:
+        assert action.card is not None
+        parts = [f"{by} plays {action.card.token}"]
+        if action.colour is not None:
+            parts.append(f"colour {action.colour.value}")
+        if action.target is not None:
+            parts.append(f"at {action.target}")
+        if action.uno:
+            parts.append("calling UNO")
+        return ", ".join(parts)
+    words = {
+        ActionKind.DRAW: "draws",
+        ActionKind.PASS: "passes",
+        ActionKind.PRESS: "presses the launcher",
+        ActionKind.CALL_UNO: "calls UNO",
+        ActionKind.ACCEPT: "accepts the Wild Draw Four",
+        ActionKind.CHALLENGE: "challenges the Wild Draw Four",
+        ActionKind.RESHUFFLE: "reshuffles the discards into a new draw pile",
+    }
+    if kind is ActionKind.CATCH:
+        text = f"{by} catches {action.target}"
+    elif kind is ActionKind.CHOOSE:
+        chosen = action.colour.value if action.colour is not None else action.target
+        text = f"{by} chooses {chosen}"
+    else:
+        text = f"{by} {words[kind]}"
+    if action.applied is not None:
+        text += f" (the table applied: {action.applied})"
+    return text
+
+
+def _event(event: Event, caller: Caller, players: Sequence[str]) -> dict[str, object]:
+    """An event as ``caller`` may see it (the service's redaction), seats named, long piles counted."""
+    kind, payload = encode(event)
+    seen = redact(kind, payload, caller, len(players))
+    fields: list[list[object]] = []
+    for key, value in seen.items():
+        if value is None or value == [] or key in ("new_turn",):
+            continue
+        if key in _SEAT_FIELDS and isinstance(value, int) and 0 <= value < len(players):
+            value = players[value]
+        elif key in _COUNTED_FIELDS and isinstance(value, list):
+            value = f"{len(value)} cards"
+        fields.append([key, value])
+    return {"type": kind, "fields": fields}
+
+
+def _table(state: State, caller: Caller) -> dict[str, object]:
+    """The table at one position as ``caller`` may see it: every hand for the adjudicator, a seat's own
+    hand and the others' counts for a seat (as the game view gives them)."""
+    in_round = state.in_round()
+    sees_drawn = caller.admin or caller.seat == state.turn
+    return {
+        "round": state.round,
+        "dealer": None if state.dealer is None else state.players[state.dealer],
+        "top": state.discard[-1].token if state.discard else None,
+        "colour": None if state.colour is None else state.colour.value,
+        "direction": state.direction,
+        "turn": state.players[state.turn] if in_round else None,
+        "awaiting": state.awaiting.value,
+        "pile": len(state.pile),
+        "discard": len(state.discard),
+        "drawn": state.drawn.token if state.drawn is not None and in_round and sees_drawn else None,
+        "hands": [
+            {
+                "name": name,
+                "seat": seat,
+                "count": len(hand),
+                "cards": [c.token for c in hand] if caller.admin or caller.seat == seat else None,
+                "score": state.scores[seat],
+                "uno_window": seat in state.exposed,
+            }
+            for seat, (name, hand) in enumerate(zip(state.players, state.hands, strict=True))
+        ],
+    }
+
+
+def _finding(finding: Finding, step_of: Callable[[int | None], int | None]) -> dict[str, object]:
+    return {
+        "at": finding.at,
+        "step": step_of(finding.at),
+        "rule": finding.rule.value,
+        "message": finding.message,
+    }
+
+
+def _evidence(evidence: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    """A ruling's evidence as ``caller`` may see it: through the redaction of a ``DisputeRuled`` entry
+    (the hands in it are the adjudicator's only), as every AuditService reply gives it."""
+    entry = {"evidence": dict(evidence)}  # a ruling's redaction does not depend on the number of players
+    seen: dict[str, Any] = redact(type_name(DisputeRuled), entry, caller, 0)["evidence"]
+    return seen
+
+
+def _ruling(ruling: Ruling, caller: Caller, step_of: Callable[[int | None], int | None]) -> dict[str, object]:
+    evidence = ruling.evidence.to_json()
+    return {
+        "at": ruling.at,
+        "step": step_of(ruling.at),
+        "kind": ruling.kind.value,
+        "by": ruling.by,
+        "against": ruling.against,
+        "verdict": ruling.verdict.value,
+        "rule": ruling.rule.value,
+        "reason": ruling.reason,
+        "applied_ok": ruling.applied_ok,
+        "evidence": _evidence(evidence, caller),
+        # The evidence's numbers are positions (lines) of the game: the steps they stand for, to jump to.
+        "jumps": {
+            name: step_of(value)
+            for name in type(ruling.evidence).PLACES
+            if isinstance(value := evidence.get(name), int)
+        },
+    }
+
+
+def _dispute(
+    dispute: Dispute, players: Sequence[str], caller: Caller, step_of: Callable[[int | None], int | None]
+) -> dict[str, object]:
+    shown = dispute.to_json(players)
+    ruling = shown.get("ruling")
+    if isinstance(ruling, dict) and isinstance(ruling.get("evidence"), dict):
+        shown["ruling"] = {**ruling, "evidence": _evidence(ruling["evidence"], caller)}
+    return {**shown, "at": dispute.filed.position, "step": step_of(dispute.filed.position)}
+
+
+# --- the score chart -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Series:
+    name: str
+    colour: str
+    points: str  # SVG polyline points
+    dots: tuple[tuple[float, float, int], ...]  # x, y, the score there
+
+
+@dataclass(frozen=True, slots=True)
+class _Chart:
+    width: int
+    height: int
+    left: int
+    bottom: int
+    top: int
+    right: int
+    series: tuple[_Series, ...]
+    x_ticks: tuple[tuple[float, str], ...]
+    y_ticks: tuple[tuple[float, str], ...]
+
+
+def _chart(outcome: Outcome, players: Sequence[str]) -> _Chart | None:
+    """Every player's match score after each round (0 before the first), as lines; ``None`` before a
+    round has ended. A round's points go to its winner (``score.round``), as the outcome lists them."""
+    if not outcome.rounds:
+        return None
+    totals = dict.fromkeys(players, 0)
+    history = {name: [0] for name in players}
+    for result in outcome.rounds:
+        if result.winner in totals:
+            totals[result.winner] += result.points
+        for name in players:
+            history[name].append(totals[name])
+    width, height, left, right, top, bottom = 640, 260, 56, 120, 16, 36
+    rounds = len(outcome.rounds)
+    high = max(max(totals.values()), 1)
+
+    def x(index: int) -> float:
+        return round(left + (width - left - right) * index / rounds, 1)
+
+    def y(score: int) -> float:
+        return round(height - bottom - (height - top - bottom) * score / high, 1)
+
+    series = tuple(
+        _Series(
+            name,
+            _SERIES_COLOURS[seat % len(_SERIES_COLOURS)],
+            " ".join(f"{x(i)},{y(s)}" for i, s in enumerate(history[name])),
+            tuple((x(i), y(s), s) for i, s in enumerate(history[name])),
+        )
+        for seat, name in enumerate(players)
+    )
+    step = max(1, rounds // 10)
+    x_ticks = tuple((x(i), str(i)) for i in range(0, rounds + 1, step))
+    y_ticks = tuple((y(round(high * k / 4)), str(round(high * k / 4))) for k in range(5))
+    return _Chart(width, height, left, bottom, top, right, series, x_ticks, y_ticks)
+
+
+@cache
+def _template() -> jinja2.Template:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("service.audit", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return environment.get_template("replay.html.j2")
