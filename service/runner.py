@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from service import metrics
 from service.errors import Conflict, InvalidInput, ServiceError
 from service.store import AppendResult, CommandReused, NewEvent, StreamStore, VersionConflict
 
@@ -150,16 +151,19 @@ class Writer(ABC, Generic[S, C, D, R]):
             if not decision.events:
                 return await self.answer(game_id, Unchanged(snapshot))
             try:
-                result = await self.store.append(
-                    game_id,
-                    at.version,
-                    decision.events,
-                    command_id=command_id,
-                    request_hash=request_hash,
-                    metadata=metadata,
-                    prev_hash=at.last_hash,
+                result = await metrics.timed_write(
+                    self.store.append(
+                        game_id,
+                        at.version,
+                        decision.events,
+                        command_id=command_id,
+                        request_hash=request_hash,
+                        metadata=metadata,
+                        prev_hash=at.last_hash,
+                    )
                 )
             except VersionConflict as conflict:
+                metrics.conflict(retried=expected_version is None)
                 if expected_version is not None:
                     raise version_conflict(
                         f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
@@ -222,7 +226,7 @@ async def create_stream(
     """
     game_id = stream_id_of(command_id)
     try:
-        result = await write(game_id)
+        result = await metrics.timed_write(write(game_id), "create")
     except CommandReused as reused:
         raise InvalidInput("command_id", f"already used for another request ({reused})") from None
     if result.duplicate:

@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 from google.protobuf import struct_pb2
 
-from service import limits
+from service import limits, metrics
 from service.api.gen.uno.audit.v1 import audit_pb2 as pb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
 from service.audit.auditor import Auditor
@@ -161,6 +161,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
         report = await self.auditor.verify(
             game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
         )
+        metrics.verification(report)
         replay = report.replay  # none when the log cannot even be read back as a record
         diverged = None if replay is None else replay.diverged_at
         log.info(

@@ -336,14 +336,21 @@ async def run_bots(
     tournament_id: str = "",
     policy: RetryPolicy = RetryPolicy(),
     progress: Callable[[LoadSummary], None] | None = None,
+    credentials: grpc.ChannelCredentials | None = None,
 ) -> LoadSummary:
     """Play ``games`` complete games against the server at ``address``, ``concurrency`` at a time
     (matches to ``target_score`` points, or the rule set's default), every call retried as ``policy``
-    says. ``progress`` is told the summary so far after each finished game and each retry."""
+    says. ``progress`` is told the summary so far after each finished game and each retry.
+    ``credentials`` make the channel TLS (:func:`service.api.tls.channel_credentials`); none, plaintext."""
     summary = LoadSummary()
     rng = random.Random(seed)
     seeds = [rng.getrandbits(64) for _ in range(games)]
-    async with grpc.aio.insecure_channel(address) as channel:
+    channel = (
+        grpc.aio.insecure_channel(address)
+        if credentials is None
+        else grpc.aio.secure_channel(address, credentials)
+    )
+    async with channel:
         stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
         gate = asyncio.Semaphore(concurrency)
 

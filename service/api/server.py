@@ -31,7 +31,7 @@ from projections.check import check_game
 from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import DEFAULT_SET, run_projector
 from projections.quarantine import read_health
-from service import limits
+from service import limits, metrics
 from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, game_pb2_grpc
 from service.audit.auditor import Auditor
 from service.store import EventStore
@@ -42,8 +42,10 @@ from .auth import token_hash
 from .callers import Callers
 from .errors import ErrorStatuses
 from .handler import CommandHandler
+from .metrics import CallMetrics, Exporter, start_exporter
 from .notify import MAX_STREAMS, MAX_STREAMS_PER_CALLER, Notifier
 from .servicer import GameService
+from .tls import ServerTLS
 
 SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
 AUDIT_SERVICE_NAME = audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name
@@ -99,6 +101,9 @@ class RunningServer:
     port: int
     stopping: asyncio.Event
     background: list[asyncio.Task[None]]
+    watched: metrics.Watched
+    #: The metrics endpoint, when the server was given one (its port: ``exporter.port``).
+    exporter: Exporter | None
 
     async def stop(self, grace: float = GRACE_SECONDS) -> None:
         await self.health.enter_graceful_shutdown()
@@ -107,6 +112,9 @@ class RunningServer:
         await asyncio.gather(*self.background, return_exceptions=True)
         await self.notifier.stop()
         await self.store.close()
+        metrics.unwatch(self.watched)
+        if self.exporter is not None:  # last: a scrape can watch the server stop
+            await asyncio.to_thread(self.exporter.stop)
 
 
 async def _report_projection_lag(store: EventStore, health: Any, stopping: asyncio.Event) -> None:
@@ -123,6 +131,7 @@ async def _report_projection_lag(store: EventStore, health: Any, stopping: async
         try:
             async with queries.connection(store) as conn:
                 found = await read_health(conn, DEFAULT_SET)
+            metrics.projection_health(found)
             serving = found.serving(PROJECTION_LAG_LIMIT_SECONDS)
             status = (
                 health_pb2.HealthCheckResponse.SERVING
@@ -160,11 +169,15 @@ async def start_server(
     database_timeout: float = DEFAULT_TIMEOUT,
     max_streams: int = MAX_STREAMS,
     max_streams_per_caller: int = MAX_STREAMS_PER_CALLER,
+    metrics_listen: str | None = None,
+    tls: ServerTLS | None = None,
 ) -> RunningServer:
     """Open the store (migrating it and the read models), and start serving on ``listen`` (``host:port``;
     port 0 picks one). With ``projector``, the read models are kept up to date in the background.
     ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`). ``max_streams`` and
-    ``max_streams_per_caller`` bound the open ``WatchGame`` streams (:class:`Notifier`)."""
+    ``max_streams_per_caller`` bound the open ``WatchGame`` streams (:class:`Notifier`).
+    ``metrics_listen`` (``host:port``) serves the Prometheus metrics (:mod:`service.metrics`) over HTTP;
+    ``tls`` makes the gRPC port TLS only (mutual TLS with a client CA)."""
     store = await EventStore.open(database_url, max_size=pool_size, timeout=database_timeout)
     try:
         await store.migrate()
@@ -176,7 +189,8 @@ async def start_server(
     notifier = Notifier(store, max_streams=max_streams, max_streams_per_caller=max_streams_per_caller)
     notifier.start()
     server = grpc.aio.server(
-        interceptors=[ErrorStatuses()],
+        # CallMetrics outermost: it sees the status ErrorStatuses made of what a servicer raised.
+        interceptors=[CallMetrics(), ErrorStatuses()],
         options=[
             ("grpc.max_receive_message_length", limits.MAX_REQUEST_BYTES),
             ("grpc.max_send_message_length", limits.MAX_REPLY_BYTES),
@@ -203,12 +217,21 @@ async def start_server(
         ),
         server,
     )
+    exporter: Exporter | None = None
     try:
-        port = server.add_insecure_port(listen)
-    except RuntimeError:
+        if metrics_listen is not None:
+            exporter = start_exporter(metrics_listen)
+        if tls is None:
+            port = server.add_insecure_port(listen)
+        else:
+            port = server.add_secure_port(listen, tls.credentials())
+    except (RuntimeError, OSError) as error:  # gRPC's bind fails with RuntimeError, the exporter's OSError
+        if exporter is not None:
+            await asyncio.to_thread(exporter.stop)
         await notifier.stop()
         await store.close()
-        raise ListenError(f"cannot listen on {listen}: the address is in use or cannot be bound") from None
+        where = listen if isinstance(error, RuntimeError) else metrics_listen
+        raise ListenError(f"cannot listen on {where}: the address is in use or cannot be bound") from None
     await server.start()
     for name in ("", SERVICE_NAME, AUDIT_SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -216,7 +239,9 @@ async def start_server(
     background = [asyncio.create_task(_report_projection_lag(store, health, stopping), name="projection-lag")]
     if projector:
         background.append(asyncio.create_task(run_projector(database_url, stop=stopping), name="projector"))
-    return RunningServer(server, store, notifier, health, port, stopping, background)
+    watched = metrics.Watched(lambda: notifier.open_streams, store.pool_stats)
+    metrics.watch(watched)
+    return RunningServer(server, store, notifier, health, port, stopping, background, watched, exporter)
 
 
 class ListenError(Exception):
@@ -230,6 +255,8 @@ async def serve(
     admin_token: str | None,
     projector: bool = True,
     database_timeout: float = DEFAULT_TIMEOUT,
+    metrics_listen: str | None = None,
+    tls: ServerTLS | None = None,
 ) -> None:
     """Run until SIGTERM or SIGINT, then stop gracefully."""
     configure_logging()
@@ -240,13 +267,21 @@ async def serve(
         admin_token=admin_token,
         projector=projector,
         database_timeout=database_timeout,
+        metrics_listen=metrics_listen,
+        tls=tls,
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     host = listen.rsplit(":", 1)[0]
-    log.info("serving", address=f"{host}:{running.port}", admin=admin_token is not None)
+    log.info(
+        "serving",
+        address=f"{host}:{running.port}",
+        admin=admin_token is not None,
+        tls="off" if tls is None else "mutual" if tls.client_ca is not None else "on",
+        metrics=metrics_listen,
+    )
     await stopping.wait()
     log.info("stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
     await running.stop()

@@ -20,7 +20,7 @@ from google.protobuf import struct_pb2, timestamp_pb2
 from projections import queries
 from projections.projector import DEFAULT_SET
 from projections.quarantine import read_health
-from service import limits
+from service import limits, metrics
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.errors import (
@@ -183,10 +183,12 @@ def command_rpc(
         except ServiceError as error:  # answered by errors.ErrorStatuses, like every refusal
             fields.update(outcome="rejected", code=errors.code_of(error).name, rule=error.reason)
             log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
+            metrics.command(method, "rejected", error.reason)
             raise
         fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
         fields["version"] = outcome.version
         log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
+        metrics.command(method, fields["outcome"])
         players = len(outcome.state.players)
         return pb.CommandReply(
             version=outcome.version,
@@ -322,6 +324,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 rule=error.reason,
                 latency_ms=round((time.perf_counter() - started) * 1000, 3),
             )
+            metrics.command("CreateGame", "rejected", error.reason)
             raise
         outcome = created.outcome
         log.info(
@@ -333,6 +336,7 @@ class GameService(pb_grpc.GameServiceServicer):
             version=outcome.version,
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+        metrics.command("CreateGame", "accepted")
         return pb.CreateGameReply(
             game_id=created.game_id,
             version=outcome.version,

@@ -92,6 +92,11 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         database, such as the read models; ``async with store.connection() as conn: ...``."""
         return self._pool.connection()
 
+    def pool_stats(self) -> dict[str, int]:
+        """The pool's figures now (``psycopg_pool``'s ``get_stats()``: connections open and idle, calls
+        waiting, and counters since it opened), for the metrics."""
+        return self._pool.get_stats()
+
     async def __aenter__(self) -> Self:
         return self
 

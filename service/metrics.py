@@ -1,0 +1,226 @@
+"""The service's Prometheus metrics: every metric object lives here, and the code records through the small
+functions below, so no other module names a Prometheus type.
+
+The metrics are on ``prometheus_client``'s default registry, beside its process and Python collectors
+(CPU, memory, file descriptors, garbage collection): a process runs one server, and what it exports is that
+process's. Metric objects are process-wide, so two servers in one process (the tests) add up their counts:
+a test reads what moved between two scrapes, never an absolute count. What only a running server knows
+(its open ``WatchGame`` streams, its pool of database connections) is read when the registry is scraped,
+from every server that :func:`watch` was told of; a stopped server is forgotten with :func:`unwatch`.
+
+README "Metrics" lists each metric, its labels and what it means.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from projections.quarantine import ProjectionHealth
+    from service.audit.game_report import GameReport
+
+T = TypeVar("T")
+
+# Without the ``*_created`` series (a timestamp beside every labelled counter and histogram): they double
+# what each scrape carries, and Prometheus stores none of them unless told to.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+# --- gRPC calls, under the names and labels of the gRPC ecosystem (go-grpc-prometheus) ---------------------
+
+_CALL = ("grpc_type", "grpc_service", "grpc_method")
+GRPC_STARTED = Counter("grpc_server_started_total", "RPCs started on the server.", _CALL)
+GRPC_HANDLED = Counter(
+    "grpc_server_handled_total", "RPCs completed on the server, whatever their status.", (*_CALL, "grpc_code")
+)
+GRPC_HANDLING = Histogram(
+    "grpc_server_handling_seconds",
+    "Seconds from the start of an RPC to its status (a stream: until it ends).",
+    _CALL,
+)
+GRPC_SENT = Counter(
+    "grpc_server_msg_sent_total", "Messages the server sent: replies and stream items.", _CALL
+)
+
+# --- commands and the write loop ----------------------------------------------------------------------------
+
+COMMANDS = Counter(
+    "uno_audit_commands_total",
+    "Commands of GameService by command, outcome (accepted, duplicate, rejected) and rule: a rejection's "
+    "reason (the rule id of a rule violation, VERSION_CONFLICT, GAME_EXISTS…), empty otherwise.",
+    ("command", "outcome", "rule"),
+)
+APPENDS = Histogram(
+    "uno_audit_append_seconds",
+    "Seconds one write to the event store took (one transaction), whatever its result: operation "
+    "append (a command's events) or create (a new game's catalogue rows and first events).",
+    ("operation",),
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+CONFLICTS = Counter(
+    "uno_audit_append_conflicts_total",
+    "Appends refused because another writer moved the stream on first; then: retried (the command is "
+    "decided again on the fresh state) or refused (the client named its expected version: ABORTED).",
+    ("then",),
+)
+
+# --- read models and verification ---------------------------------------------------------------------------
+
+PROJECTION_LAG_EVENTS = Gauge(
+    "uno_audit_projection_lag_events", "Events in the log the read models do not reflect yet."
+)
+PROJECTION_LAG_SECONDS = Gauge(
+    "uno_audit_projection_lag_seconds", "How long the oldest event the read models miss has been stored."
+)
+QUARANTINED = Gauge(
+    "uno_audit_projection_quarantined_games", "Games the read models set aside until a rebuild."
+)
+PROJECTOR_FAILING = Gauge(
+    "uno_audit_projector_failing", "1 while the projector fails to make progress, else 0."
+)
+VERIFICATIONS = Counter(
+    "uno_audit_verifications_total",
+    "VerifyGame reports by verdict: valid, or the first thing wrong (chain_broken, unreadable, "
+    "diverged, rules_broken, outcome_differs, other).",
+    ("verdict",),
+)
+
+
+def grpc_call_started(kind: str, service: str, method: str) -> Callable[[str, int], None]:
+    """Count an RPC as started; the function to call once with its status (``OK``, ``NotFound``…) and the
+    messages it sent, when it ends."""
+    labels = (kind, service, method)
+    GRPC_STARTED.labels(*labels).inc()
+    started = time.perf_counter()
+
+    def ended(code: str, sent: int) -> None:
+        GRPC_HANDLING.labels(*labels).observe(time.perf_counter() - started)
+        GRPC_HANDLED.labels(*labels, code).inc()
+        if sent:
+            GRPC_SENT.labels(*labels).inc(sent)
+
+    return ended
+
+
+def command(name: str, outcome: str, rule: str = "") -> None:
+    """One command of GameService ended with ``outcome`` (a rejection with its ``rule``)."""
+    COMMANDS.labels(name, outcome, rule).inc()
+
+
+async def timed_write(write: Awaitable[T], operation: str = "append") -> T:
+    """``await write``, timed as one write to the event store."""
+    started = time.perf_counter()
+    try:
+        return await write
+    finally:
+        APPENDS.labels(operation).observe(time.perf_counter() - started)
+
+
+def conflict(*, retried: bool) -> None:
+    """An append lost the race for its version; the command is decided again (``retried``) or refused."""
+    CONFLICTS.labels("retried" if retried else "refused").inc()
+
+
+def projection_health(health: ProjectionHealth) -> None:
+    """The read models' health as last read (:func:`projections.quarantine.read_health`)."""
+    PROJECTION_LAG_EVENTS.set(health.lag.events_behind)
+    PROJECTION_LAG_SECONDS.set(health.lag.seconds_behind)
+    QUARANTINED.set(health.quarantined_total)
+    PROJECTOR_FAILING.set(0 if health.failing is None else 1)
+
+
+def verification(report: GameReport) -> None:
+    """A VerifyGame report, by its verdict: the first problem in the order a reader looks for one."""
+    replay = report.replay
+    if report.valid:
+        verdict = "valid"
+    elif not report.chain.valid:
+        verdict = "chain_broken"
+    elif report.rules is None:
+        verdict = "unreadable"
+    elif replay is not None and replay.diverged_at is not None:
+        verdict = "diverged"
+    elif not report.rules_valid:
+        verdict = "rules_broken"
+    elif replay is not None and replay.outcome_differs:
+        verdict = "outcome_differs"
+    else:
+        verdict = "other"
+    VERIFICATIONS.labels(verdict).inc()
+
+
+# --- what a running server knows, read at scrape time ---------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Watched:
+    """A running server's live figures: its open ``WatchGame`` streams and its connection pool's stats
+    (``psycopg_pool``'s ``get_stats()``)."""
+
+    open_streams: Callable[[], int]
+    pool_stats: Callable[[], Mapping[str, int]]
+
+
+#: (metric name, pool statistic, help): the pool's figures that are gauges; then those that count, each
+#: with the divisor that makes it the metric's unit.
+_POOL_GAUGES = (
+    ("uno_audit_db_pool_connections", "pool_size", "Database connections the pool holds open."),
+    ("uno_audit_db_pool_connections_idle", "pool_available", "Open connections no call is using."),
+    ("uno_audit_db_pool_connections_max", "pool_max", "The most connections the pool may open."),
+    ("uno_audit_db_pool_requests_waiting", "requests_waiting", "Calls waiting for a connection now."),
+)
+_POOL_COUNTERS = (
+    ("uno_audit_db_pool_requests", "requests_num", "Connections asked of the pool.", 1),
+    ("uno_audit_db_pool_requests_queued", "requests_queued", "Requests that had to wait.", 1),
+    ("uno_audit_db_pool_wait_seconds", "requests_wait_ms", "Seconds requests spent waiting.", 1000),
+    ("uno_audit_db_pool_timeouts", "requests_errors", "Requests that got no connection in time.", 1),
+    ("uno_audit_db_pool_connections_lost", "connections_lost", "Connections found broken.", 1),
+)
+
+
+class _LiveFigures(Collector):
+    """Reads the watched servers' figures when scraped (from the exporter's thread: a stream count and a
+    pool's counters are plain numbers, read without a lock), summed over the servers of the process."""
+
+    def __init__(self) -> None:
+        self._servers: list[Watched] = []
+
+    def add(self, server: Watched) -> None:
+        self._servers = [*self._servers, server]
+
+    def remove(self, server: Watched) -> None:
+        self._servers = [s for s in self._servers if s is not server]
+
+    def collect(self) -> Iterator[Metric]:
+        servers = self._servers  # replaced, never changed in place: a scrape sees one list throughout
+        yield GaugeMetricFamily(
+            "uno_audit_watch_streams_open",
+            "WatchGame streams open now.",
+            value=sum(s.open_streams() for s in servers),
+        )
+        stats = [s.pool_stats() for s in servers]
+        for name, key, text in _POOL_GAUGES:
+            yield GaugeMetricFamily(name, text, value=sum(found.get(key, 0) for found in stats))
+        for name, key, text, divisor in _POOL_COUNTERS:
+            total = sum(found.get(key, 0) for found in stats) / divisor
+            yield CounterMetricFamily(name, text, value=total)
+
+
+_LIVE = _LiveFigures()
+REGISTRY.register(_LIVE)
+
+
+def watch(server: Watched) -> None:
+    """Export ``server``'s live figures from now on."""
+    _LIVE.add(server)
+
+
+def unwatch(server: Watched) -> None:
+    """Stop exporting ``server``'s live figures (it stopped)."""
+    _LIVE.remove(server)
