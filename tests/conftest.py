@@ -35,6 +35,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import structlog
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -213,3 +214,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for server in _chosen:
         terminalreporter.write_line(f"PostgreSQL for tests: {server.describe()}")
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """Put logging back after a test that ran a command in-process: ``serve`` and ``project`` route every
+    log through handlers bound to the standard streams of that moment, which pytest closes after the
+    test (a library logging at exit would then write to a closed file)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    if structlog.is_configured():
+        structlog.reset_defaults()
