@@ -80,6 +80,18 @@ async def test_the_walkthrough_prints_what_the_readme_shows(
         assert follows(expected, printed) == [], f"{' '.join(args)} printed:\n" + "\n".join(printed)
 
 
+def test_the_offline_verification_prints_what_the_readme_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every ``uno-audit verify --record`` the README shows, on the record it names (shipped)."""
+    text = README.read_text(encoding="utf-8")
+    shown = re.findall(r"\$ uno-audit verify --record (\S+)\n((?:[^$`].*\n)*)", text)
+    assert shown, "the README shows an offline verification"
+    for path, output in shown:
+        assert (ROOT / path).is_file(), f"the README verifies {path}, which is not shipped"
+        assert main(["verify", "--record", str(ROOT / path)]) in (0, 1)
+        printed = capsys.readouterr().out.splitlines()
+        assert follows(output.splitlines(), printed) == [], "\n".join(printed)
+
+
 def test_the_comparison_can_fail() -> None:
     assert follows(["  verdict: penalty"], ["  verdict: no-penalty (window closed)"]) == [
         "  verdict: penalty"
