@@ -317,8 +317,8 @@ def _event(event: Event, caller: Caller, players: Sequence[str]) -> dict[str, ob
     seen = redact(kind, payload, caller, len(players))
     fields: list[list[object]] = []
     for key, value in seen.items():
-        if value is None or value == [] or key in ("new_turn",):
-            continue
+        if value is None or value == [] or key == "new_turn" or (key == "uno" and value is False):
+            continue  # nothing there, or nothing to say (an UNO call not made is the usual case)
         if key in _SEAT_FIELDS and isinstance(value, int) and 0 <= value < len(players):
             value = players[value]
         elif key in _COUNTED_FIELDS and isinstance(value, list):
@@ -388,11 +388,7 @@ def _ruling(ruling: Ruling, caller: Caller, step_of: Callable[[int | None], int 
         "applied_ok": ruling.applied_ok,
         "evidence": _evidence(evidence, caller),
         # The evidence's numbers are positions (lines) of the game: the steps they stand for, to jump to.
-        "jumps": {
-            name: step_of(value)
-            for name in type(ruling.evidence).PLACES
-            if isinstance(value := evidence.get(name), int)
-        },
+        "jumps": {name: step_of(getattr(ruling.evidence, name)) for name in type(ruling.evidence).PLACES},
     }
 
 
