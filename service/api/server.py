@@ -24,7 +24,6 @@ import grpc
 import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
-from grpc_reflection.v1alpha import reflection
 
 from projections import queries
 from projections.check import check_game
@@ -44,6 +43,7 @@ from .errors import ErrorStatuses
 from .handler import CommandHandler
 from .metrics import CallMetrics, Exporter, start_exporter
 from .notify import MAX_STREAMS, MAX_STREAMS_PER_CALLER, Notifier
+from .reflection import enable_reflection
 from .servicer import GameService
 from .tls import ServerTLS
 
@@ -208,13 +208,8 @@ async def start_server(
     )
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    reflection.enable_server_reflection(
-        (
-            SERVICE_NAME,
-            AUDIT_SERVICE_NAME,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ),
+    enable_reflection(
+        (SERVICE_NAME, AUDIT_SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name),
         server,
     )
     exporter: Exporter | None = None
