@@ -10,8 +10,8 @@ without the deprecation option) and added to the descriptor pool the servicer re
 
 The servicer resolves files and symbols in protobuf's default pool, which holds what this process imported.
 A failed call's details are ``google.protobuf.Any`` values naming ``google.rpc.ErrorInfo``, ``BadRequest``
-or ``RetryInfo``; importing their files here keeps them resolvable, so that a generic client (grpcurl,
-``buf curl``) decodes them instead of printing bytes, whatever else the server imports.
+or ``RetryInfo``; importing their files here keeps them resolvable whatever else the server imports, so
+that a client that looks the types up through reflection (grpcurl) prints their fields, not bytes.
 """
 
 from __future__ import annotations
