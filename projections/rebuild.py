@@ -52,7 +52,7 @@ import gc
 import multiprocessing
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +92,9 @@ REBUILD_LOCK_CLASS = 0x756E6F52
 
 MAX_WORKERS = 8
 """The most processes a rebuild's bulk phase uses by default."""
+
+PHASES = ("prepare", "bulk", "catch-up", "swap")
+"""A rebuild's phases in order (the module docstring), each named once to ``rebuild``'s ``on_phase``."""
 
 
 class RebuildBusy(Exception):
@@ -159,6 +162,7 @@ async def rebuild(
     flush_every: int = 200_000,
     workers: int | None = None,
     hook: Hook | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> RebuildReport:
     """Rebuild ``view`` (or every view) of ``projection_set`` from zero and swap it in; see the module.
 
@@ -166,7 +170,8 @@ async def rebuild(
     the game id): games are independent, the aggregates are sums, so the partitions' writes add up to
     exactly what one process writes, on as many cores as there are. ``None`` means one per core, up
     to :data:`MAX_WORKERS`; ``1`` folds in this process. ``hook`` is a test seam awaited at
-    ``bulk done`` and ``swap locked`` (inside the swap transaction).
+    ``bulk done`` and ``swap locked`` (inside the swap transaction). ``on_phase`` is called with the
+    name of each of the :data:`PHASES` as it ends (``uno-audit rebuild`` draws its progress bar with it).
     """
     if workers is None:
         workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
@@ -184,6 +189,8 @@ async def rebuild(
         now = time.perf_counter()
         report.phases[name] = report.phases.get(name, 0.0) + now - clock
         clock = now
+        if on_phase is not None:
+            on_phase(name)
 
     await apply_migrations(database_url)
     async with (

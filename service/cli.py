@@ -3,15 +3,15 @@
 * ``uno-audit simulate --variant V --players N --games G --seed S [--json] [--records DIR]
   [--record-mode seed|deck|hands]``: bots play complete games in-process with the rules' invariants
   checked, and may write them as records in any of the three modes; exit 1 if an invariant breaks.
-* ``uno-audit verify --record FILE [--json]``: replay and adjudicate a game record offline; exit 0 when
-  valid, 1 when it has violations, 2 when the file cannot be read.
+* ``uno-audit verify --record FILE|- [--json]``: replay and adjudicate a game record offline (``-``: read
+  it from standard input); exit 0 when valid, 1 when it has violations, 2 when it cannot be read.
 * ``uno-audit verify --game ID [--json] [--reveal-seed] [--no-projections] [--database-url DSN]``: a
   stored game's full report (hash chain, seed, today's replay, violations, rulings, disputes); exit 0
   when valid, 1 when not (a log that cannot be read back counts as not valid), 2 for an unknown game.
   ``--reveal-seed`` reveals (and records revealing) the seed of a game in progress.
 * ``uno-audit verify --all [--json] [--no-projections] [--database-url DSN]``: every stored game through
-  today's rules engine, with a progress bar on standard error, a summary table and the games whose
-  stored outcome differs from today's replay; exit 1 if any game is invalid.
+  today's rules engine, with a progress bar on standard error (a terminal's), a summary table and the
+  games whose stored outcome differs from today's replay; exit 1 if any game is invalid.
 * ``uno-audit adjudicate catch|challenge --game ID --position N [--by SEAT] [--target SEAT] [--json]
   [--database-url DSN]``: the ruling on the UNO catch or Wild Draw Four challenge at a position of a
   stored game; exit 2 if it cannot be adjudicated as asked.
@@ -26,13 +26,16 @@
   [--admin-token-file PATH] [--service-password-file PATH]``: the gRPC game service, logged in as its
   own restricted role (the URL's login; see "Credentials" below); without a database URL (flag or
   ``DATABASE_URL``) it starts an embedded PostgreSQL, migrates it and logs in as ``uno_audit_service``.
+  Its logs are JSON lines (``--log-format console`` for a person) at ``--log-level`` (default info).
+  Every option may come from the environment instead (below).
 * ``uno-audit migrate [--database-url OWNER_DSN] [--service-password-file PATH]``: the store's and the
   read models' migrations, as the owner, and the service's login ``uno_audit_service``.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
   games as gRPC clients of a running server.
 * ``uno-audit health [--server HOST:PORT] [--service NAME] [--timeout S]``: ask a running server's
   ``grpc.health.v1`` service; exit 0 when it answers SERVING, 1 otherwise or when it cannot be reached.
-* ``uno-audit project [--database-url DSN]``: the projector alone, keeping the read models current.
+* ``uno-audit project [--database-url DSN] [--log-format json|console] [--log-level L]``: the projector
+  alone, keeping the read models current.
 * ``uno-audit rebuild [--view NAME] [--database-url OWNER_DSN]``: rebuild read models from zero and swap
   them in (it creates tables: the owner's login).
 
@@ -50,6 +53,21 @@ with a warning. The service login's password, when ``migrate`` or ``serve --migr
 from ``--service-password-file`` or ``$UNO_AUDIT_SERVICE_PASSWORD`` and is sent to PostgreSQL only as a
 SCRAM verifier.
 
+Configuration by environment. Every ``serve`` option takes its default from ``UNO_AUDIT_<OPTION>``
+(``--listen`` from ``UNO_AUDIT_LISTEN``, ``--no-projector`` from ``UNO_AUDIT_NO_PROJECTOR`` = 1/true/yes/on
+or 0/false/no/off), except ``--database-url`` (``DATABASE_URL``, as every tool around PostgreSQL has it);
+a flag on the command line wins. :func:`_from_environment` gives it to every option of the parser at once,
+so an option added to ``serve`` later has its variable too: a container or a unit file configures the
+service without a wrapper script. A variable's value is converted and checked exactly as the flag's
+would be; a bad one is one line naming the variable, exit 2; an empty one counts as unset (``VAR=`` in a
+compose file). The secrets themselves (``UNO_AUDIT_ADMIN_TOKEN``, ``UNO_AUDIT_SERVICE_PASSWORD``) are
+not options, so that they never reach the command line (``ps`` shows it); ``--admin-token-file`` and
+``--service-password-file`` (``UNO_AUDIT_ADMIN_TOKEN_FILE``, ``UNO_AUDIT_SERVICE_PASSWORD_FILE``) name a
+file that holds one instead.
+
+Progress bars (``simulate``, ``rebuild``, ``verify --all``, ``bots``) are drawn on standard error only
+when it is a terminal: piped or logged, it gets nothing but errors.
+
 Bad input (an unknown variant, option, card or game, a malformed record line, a request the auditor
 refuses) gets a one-line message on standard error naming what and where, and exit status 2 — never a
 traceback.
@@ -59,6 +77,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import math
 import os
@@ -66,15 +85,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from projections import VIEW_NAMES
 from service import cli_audit
 from service.audit.export import RecordMode, record_from_game
-from service.audit.record import RecordError, read_record_file, write_record
+from service.audit.record import GameRecord, RecordError, read_record, read_record_file, write_record
 from service.audit.render import render
 from service.audit.verify import verify_record
-from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE
+from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, progress_bar
 from service.play.simulate import InvariantError, play_game
 from service.rules.options import OptionError, Variant
 from service.store.migrate import SERVICE_LOGIN
@@ -84,7 +103,15 @@ MAX_SEAT = 9  # ten players at most
 ADMIN_TOKEN_ENV = "UNO_AUDIT_ADMIN_TOKEN"
 MIN_ADMIN_TOKEN = 16  # characters: `openssl rand -hex 16` gives 32
 SERVICE_PASSWORD_ENV = "UNO_AUDIT_SERVICE_PASSWORD"
-MIGRATE_URL_ENV = "UNO_AUDIT_MIGRATE_URL"
+ENV_PREFIX = "UNO_AUDIT_"
+#: The ``serve`` options whose variable is not ``UNO_AUDIT_<OPTION>``, by destination.
+SERVE_ENVIRONMENT = {"database_url": "DATABASE_URL"}
+LOG_FORMATS = ("json", "console")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+_FROM_ENVIRONMENT = object()
+"""What a parser first puts in place of an option that has a variable set, so that it can tell after
+parsing whether the command line gave the option (then the flag wins) or not (then the variable does)."""
 
 
 class _Refused(Exception):
@@ -92,9 +119,89 @@ class _Refused(Exception):
     standard error, exit status 2."""
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default, unless there is none to show (``None``; a flag's
+    ``False``) or the help says it already (in words that fit better, or to keep a secret's value out)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default is None or action.default is False or action.default == argparse.SUPPRESS:
+            return text
+        if "default" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse's own exit status for bad usage is 2 as well
+    """``uno-audit``'s parsers: exit status 2 for bad usage, every default in the help, and the defaults
+    of the options given to :func:`_from_environment` taken from their variables."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.environment: list[tuple[argparse.Action, str]] = []
+
+    def error(self, message: str) -> NoReturn:  # argparse's own exit status for bad usage is 2 as well
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse ``args``, then give each option the command line left out its variable's value, if set.
+
+        Only then, so that a flag given wins, ``--help`` shows the defaults and not the variables'
+        values (a URL may hold a password), and a variable that a flag overrides is never read."""
+        namespace = argparse.Namespace() if namespace is None else namespace
+        pending: list[tuple[argparse.Action, str, str]] = []
+        for action, variable in self.environment:
+            text = os.environ.get(variable, "")
+            if text and not hasattr(namespace, action.dest):
+                setattr(namespace, action.dest, _FROM_ENVIRONMENT)
+                pending.append((action, variable, text))
+        _, extras = super().parse_known_args(args, namespace)  # fills ``namespace`` in place
+        for action, variable, text in pending:
+            if getattr(namespace, action.dest) is _FROM_ENVIRONMENT:
+                setattr(namespace, action.dest, self._environment_value(action, variable, text))
+        return namespace, extras
+
+    def _environment_value(self, action: argparse.Action, variable: str, text: str) -> Any:
+        """``text`` converted and checked as the option's own argument would be; bad: one line, exit 2."""
+        try:
+            if action.nargs == 0:  # a flag
+                if text.lower() not in _TRUE + _FALSE:
+                    raise argparse.ArgumentTypeError(
+                        f"{text!r} is neither on ({', '.join(_TRUE)}) nor off ({', '.join(_FALSE)})"
+                    )
+                return action.const if text.lower() in _TRUE else action.default
+            value = action.type(text) if callable(action.type) else text
+        except argparse.ArgumentTypeError as error:
+            self.error(f"${variable}: {error}")
+        except (TypeError, ValueError):
+            name = getattr(action.type, "__name__", repr(action.type))
+            self.error(f"${variable}: invalid {name} value: {text!r}")
+        if action.choices is not None and value not in action.choices:
+            self.error(f"${variable}: {text!r} is not one of {', '.join(map(str, action.choices))}")
+        return value
+
+
+def _from_environment(parser: _Parser, special: dict[str, str]) -> None:
+    """Give every option of ``parser`` (all of them, those added later to its block too: call this last)
+    a default from the environment: ``UNO_AUDIT_<OPTION>``, or the variable ``special`` names for its
+    destination. Its help names the variable. Hidden options (``--admin-token``) have none."""
+    for action in parser._actions:
+        if argparse.SUPPRESS in (action.help, action.default) or not action.option_strings:
+            continue  # hidden, --help, or a positional argument
+        if action.nargs not in (None, "?", 0):
+            raise TypeError(
+                f"{action.option_strings[0]}: a variable holds one value, not nargs={action.nargs}"
+            )
+        option = max(action.option_strings, key=len)
+        variable = special.get(action.dest, ENV_PREFIX + option.lstrip("-").replace("-", "_").upper())
+        shown = "off" if action.nargs == 0 else "none" if action.default is None else "%(default)s"
+        named = f"${variable}=1 turns it on" if action.nargs == 0 else f"${variable}"
+        text = action.help or ""
+        action.help = f"{text} ({named})" if "default" in text else f"{text} (default: {shown}; {named})"
+        parser.environment.append((action, variable))
 
 
 def _variant(name: str) -> Variant:
@@ -117,6 +224,20 @@ def _bounded(low: int, high: int) -> Any:
     return parse
 
 
+def _host_port(text: str) -> str:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"HOST:PORT, not {text!r}")
+    return text
+
+
+def _installed_version() -> str:
+    try:
+        return importlib.metadata.version("uno-audit")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
 def _game_id(text: str) -> str:
     if not 1 <= len(text) <= MAX_ID or not text.isprintable():
         raise argparse.ArgumentTypeError(f"a game id is 1 to {MAX_ID} printable characters, not {text!r}")
@@ -131,15 +252,23 @@ def _tournament(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="uno-audit", description="Rules-audit backend for UNO-family card games.")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {_installed_version()}",
+        help="print the installed version and exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     simulate = commands.add_parser("simulate", help="bots play complete games with invariants checked")
     simulate.add_argument(
         "--variant", type=_variant, required=True, help="classic, sonic, attack, mario-kart"
     )
-    simulate.add_argument("--players", type=_bounded(2, 10), default=4)
-    simulate.add_argument("--games", type=_bounded(1, 1_000_000), default=1)
-    simulate.add_argument("--seed", type=_bounded(0, 2**63 - 1), default=0)
+    simulate.add_argument("--players", type=_bounded(2, 10), default=4, help="players at each table (2-10)")
+    simulate.add_argument("--games", type=_bounded(1, 1_000_000), default=1, help="games to play")
+    simulate.add_argument(
+        "--seed", type=_bounded(0, 2**63 - 1), default=0, help="the first game's seed (the next: +1, ...)"
+    )
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.add_argument("--records", type=Path, help="write each game as a game record into this folder")
     simulate.add_argument(
@@ -147,14 +276,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[mode.value for mode in RecordMode],
         default=RecordMode.SEED.value,
         help="how the records give the cards: the seed, each round's deck and reshuffles, or the dealt "
-        "hands with every card listed (default: %(default)s)",
+        "hands with every card listed",
     )
 
     verify = commands.add_parser(
         "verify", help="replay and adjudicate a game record, a stored game or every stored game"
     )
     source = verify.add_mutually_exclusive_group(required=True)
-    source.add_argument("--record", type=Path, help="an uno-game-record/1 file (offline)")
+    source.add_argument(
+        "--record", type=Path, metavar="FILE", help="an uno-game-record/1 file, offline (- : stdin)"
+    )
     source.add_argument("--game", type=_game_id, metavar="ID", help="a stored game")
     source.add_argument("--all", action="store_true", help="every stored game")
     verify.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -171,28 +302,27 @@ def build_parser() -> argparse.ArgumentParser:
     _stored_games_database(verify)
 
     serve = commands.add_parser("serve", help="run the gRPC game service")
-    serve.add_argument("--listen", default="127.0.0.1:50051", help="host:port (default 127.0.0.1:50051)")
+    serve.add_argument(
+        "--listen", type=_host_port, default="127.0.0.1:50051", metavar="HOST:PORT", help="where to listen"
+    )
     serve.add_argument(
         "--database-url",
-        default=os.environ.get("DATABASE_URL"),
         metavar="DSN",
-        help="the service's own login (default: $DATABASE_URL; without one an embedded PostgreSQL runs in "
-        "--data-dir)",
+        help="the service's own login; none: an embedded PostgreSQL runs in --data-dir",
     )
+    serve.add_argument("--migrate-url", metavar="OWNER_DSN", help="migrate with this owner's login first")
     serve.add_argument(
-        "--migrate-url",
-        default=os.environ.get(MIGRATE_URL_ENV),
-        metavar="OWNER_DSN",
-        help=f"migrate with this owner's login first (default: ${MIGRATE_URL_ENV})",
-    )
-    serve.add_argument(
-        "--data-dir", type=Path, default=Path("uno-audit-data"), help="embedded database folder"
+        "--data-dir",
+        type=Path,
+        default=Path("uno-audit-data"),
+        metavar="DIR",
+        help="the embedded database's folder (without --database-url)",
     )
     serve.add_argument(
         "--admin-token-file",
         type=Path,
         metavar="PATH",
-        help=f"a file holding the adjudicator's token (default: ${ADMIN_TOKEN_ENV}; none: no admin)",
+        help=f"a file holding the adjudicator's token; none: ${ADMIN_TOKEN_ENV} holds it, or no admin",
     )
     # Refused with a message of its own: argparse would otherwise take it for an abbreviation of
     # --admin-token-file, or echo the token in its "unrecognized arguments" error.
@@ -203,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=5,
         metavar="S",
         help="seconds to wait for the database: at start-up (then exit 2), and per call while it is away "
-        "(then UNAVAILABLE) (default 5)",
+        "(then UNAVAILABLE)",
     )
     _service_password_option(serve)
     serve.add_argument(
@@ -211,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not run the projector (run `uno-audit project` instead)",
     )
+    _logging_options(serve)
 
     migrate = commands.add_parser(
         "migrate", help="migrate the database as its owner and make the service's restricted login"
@@ -224,16 +355,25 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sub = commands.add_parser(name, help=text)
         _database_option(sub)
-        if name == "rebuild":
+        if name == "project":
+            _logging_options(sub)
+        else:
             sub.add_argument("--view", choices=VIEW_NAMES, help="one read model (default: all)")
 
     bots = commands.add_parser("bots", help="bots play complete games against a running server")
     bots.add_argument("--server", default="127.0.0.1:50051", help="host:port of the server")
-    bots.add_argument("--games", type=_bounded(1, 1_000_000), default=1)
-    bots.add_argument("--variant", type=_variant, required=True)
-    bots.add_argument("--players", type=_bounded(2, 10), default=4)
-    bots.add_argument("--concurrency", type=_bounded(1, 10_000), default=1)
-    bots.add_argument("--seed", type=_bounded(0, 2**63 - 1), default=0)
+    bots.add_argument("--games", type=_bounded(1, 1_000_000), default=1, help="games to play")
+    bots.add_argument("--variant", type=_variant, required=True, help="classic, sonic, attack, mario-kart")
+    bots.add_argument("--players", type=_bounded(2, 10), default=4, help="players at each table (2-10)")
+    bots.add_argument(
+        "--concurrency", type=_bounded(1, 10_000), default=1, help="games played at the same time"
+    )
+    bots.add_argument(
+        "--seed",
+        type=_bounded(0, 2**63 - 1),
+        default=0,
+        help="seeds the bots' choices (each game's drawn from it)",
+    )
     bots.add_argument("--target-score", type=_bounded(1, 1_000_000), help="play matches to this score")
     bots.add_argument(
         "--retry-for",
@@ -320,7 +460,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="only what seat N may see: its own hand, the others' counts (default: every hand)",
     )
     _stored_games_database(replay)
+    _from_environment(serve, SERVE_ENVIRONMENT)  # last: the options added above, whoever adds them
     return parser
+
+
+def _logging_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="json",
+        help="json: one object a line, for a collector; console: aligned and coloured, for a person",
+    )
+    sub.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="the least severe level logged")
 
 
 def _database_option(sub: argparse.ArgumentParser) -> None:
@@ -338,8 +489,8 @@ def _service_password_option(sub: argparse.ArgumentParser) -> None:
         "--service-password-file",
         type=Path,
         metavar="PATH",
-        help=f"set the password of the login {SERVICE_LOGIN} from this file (default: "
-        f"${SERVICE_PASSWORD_ENV}; none: leave it as it is)",
+        help=f"set the password of the login {SERVICE_LOGIN} from this file; none: from "
+        f"${SERVICE_PASSWORD_ENV} if set, else leave it as it is",
     )
 
 
@@ -417,7 +568,7 @@ def _project(args: argparse.Namespace) -> int:
     from service.api.server import configure_logging
     from service.store import StoreError
 
-    configure_logging()
+    configure_logging(args.log_format, args.log_level)
 
     async def run() -> None:
         stop = asyncio.Event()
@@ -437,11 +588,17 @@ def _project(args: argparse.Namespace) -> int:
 def _rebuild(args: argparse.Namespace) -> int:
     import psycopg
 
-    from projections.rebuild import RebuildBusy, rebuild
+    from projections.rebuild import PHASES, RebuildBusy, rebuild
     from service.store import StoreError
 
     try:
-        report = asyncio.run(rebuild(args.database_url, args.view))
+        with progress_bar(len(PHASES), "rebuild", "phase") as bar:
+
+            def phase_done(name: str) -> None:
+                bar.set_postfix_str(f"{name} done")
+                bar.update(1)
+
+            report = asyncio.run(rebuild(args.database_url, args.view, on_phase=phase_done))
     except RebuildBusy as busy:
         print(f"uno-audit rebuild: {busy}", file=sys.stderr)
         return EXIT_INVALID
@@ -548,17 +705,13 @@ def _serve(args: argparse.Namespace) -> int:
     from service.embedded import embedded_database
     from service.store import StoreError
 
-    host, _, port = args.listen.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        print(f"uno-audit serve: --listen must be HOST:PORT, not {args.listen!r}", file=sys.stderr)
-        return EXIT_USAGE
     embedded = None
     try:
         token = _admin_token(args)
         password = _secret("service password", args.service_password_file, SERVICE_PASSWORD_ENV)
         if args.migrate_url is not None and args.database_url is None:
             raise _Refused("--migrate-url goes with --database-url, the service's own login")
-        configure_logging()
+        configure_logging(args.log_format, args.log_level)
         log = structlog.get_logger("uno_audit.server")
         if token is None:
             log.warning(
@@ -626,22 +779,13 @@ async def _run_service(
 
 def _bots(args: argparse.Namespace) -> int:
     import grpc
-    from tqdm import tqdm
 
     from service.api.client_bots import LoadSummary, RetryPolicy, run_bots
 
     policy = RetryPolicy(
         retry_for=args.retry_for, backoff_cap=args.backoff_cap, call_timeout=args.call_timeout
     )
-    # The bar is for a person watching; piped or logged, standard error gets nothing but errors.
-    bar = tqdm(
-        total=args.games,
-        desc="games",
-        unit="game",
-        file=sys.stderr,
-        dynamic_ncols=True,
-        disable=not sys.stderr.isatty(),
-    )
+    bar = progress_bar(args.games, "games", "game")
 
     def progress(summary: LoadSummary) -> None:
         bar.update(summary.games - bar.n)
@@ -706,20 +850,23 @@ def _simulate(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     rounds = moves = events = 0
     started = time.perf_counter()
-    for index in range(args.games):
-        seed = args.seed + index
-        try:
-            game = play_game(args.variant, args.players, seed)
-        except InvariantError as error:
-            print(f"uno-audit simulate: game {index + 1} (seed {seed}): {error}", file=sys.stderr)
-            return EXIT_INVALID
-        rounds += game.rounds
-        moves += len(game.steps)
-        events += len(game.events)
-        if args.records is not None:
-            name = f"{args.variant.value}-{args.players}p-seed{seed}.jsonl"
-            record = record_from_game(game, RecordMode(args.record_mode))
-            (args.records / name).write_text(write_record(record), encoding="utf-8")
+    with progress_bar(args.games, "games", "game") as bar:
+        for index in range(args.games):
+            seed = args.seed + index
+            try:
+                game = play_game(args.variant, args.players, seed)
+            except InvariantError as error:
+                bar.close()  # its line first, then the error on a line of its own
+                print(f"uno-audit simulate: game {index + 1} (seed {seed}): {error}", file=sys.stderr)
+                return EXIT_INVALID
+            rounds += game.rounds
+            moves += len(game.steps)
+            events += len(game.events)
+            if args.records is not None:
+                name = f"{args.variant.value}-{args.players}p-seed{seed}.jsonl"
+                record = record_from_game(game, RecordMode(args.record_mode))
+                (args.records / name).write_text(write_record(record), encoding="utf-8")
+            bar.update(1)
     seconds = time.perf_counter() - started
     summary = {
         "variant": args.variant.value,
@@ -744,13 +891,14 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    name = "standard input" if str(args.record) == "-" else str(args.record)
     try:
-        record = read_record_file(args.record)
+        record = _read_record(args.record)
     except RecordError as error:
-        print(f"uno-audit verify: {args.record}: {error}", file=sys.stderr)
+        print(f"uno-audit verify: {name}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as error:
-        print(f"uno-audit verify: cannot read {args.record}: {error.strerror or error}", file=sys.stderr)
+        print(f"uno-audit verify: cannot read {name}: {error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
     report = verify_record(record)
     if args.json:
@@ -758,6 +906,19 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         print(render(report))
     return EXIT_OK if report.valid else EXIT_INVALID
+
+
+def _read_record(path: Path) -> GameRecord:
+    """The record in the file at ``path``, or on standard input for ``-`` (``curl ... | uno-audit verify
+    --record -``), read as :func:`~service.audit.record.read_record_file` reads a file."""
+    if str(path) != "-":
+        return read_record_file(path)
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise RecordError(data.count(b"\n", 0, error.start) + 1, f"not UTF-8: {error.reason}") from None
+    return read_record(text)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,15 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from service.audit.entries import DisputeKind
 from service.audit.render import count, finding_line, render, render_adjudication, render_summary
 from service.audit.report import RulesReport, Unit
 
 if TYPE_CHECKING:  # the database's modules load only when a command runs
+    from tqdm import tqdm
+
     from service.audit.auditor import Auditor
     from service.audit.game_report import GameSummary, ReplaySection
 
@@ -40,6 +42,21 @@ class _Stop(Exception):
     def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
         super().__init__(message)
         self.status = status
+
+
+def progress_bar(total: int, desc: str, unit: str) -> tqdm[NoReturn]:
+    """A progress bar on standard error, drawn only when standard error is a terminal: it is for a person
+    watching; piped or logged, standard error gets nothing but errors."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        disable=not sys.stderr.isatty(),
+    )
 
 
 def _one_line(error: BaseException) -> str:
@@ -149,14 +166,12 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
 
 
 async def _verify_every(auditor: Auditor, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from service.audit.game_report import GameReport
 
     total = await auditor.count_games()
     rows: list[GameSummary] = []
     differs: list[tuple[str, ReplaySection]] = []
-    with tqdm(total=total, desc="verifying", unit="game", file=sys.stderr, dynamic_ncols=True) as bar:
+    with progress_bar(total, "verifying", "game") as bar:
         async for report in auditor.verify_all(check_projections=not args.no_projections):
             rows.append(report.summary())
             replay = report.replay if isinstance(report, GameReport) else None

@@ -52,37 +52,52 @@ AUDIT_SERVICE_NAME = audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_
 GRACE_SECONDS = 10.0
 
 
-def configure_logging() -> None:
-    """structlog JSON lines on standard output, the libraries' logs included.
+def configure_logging(log_format: str | None = None, level: str | None = None) -> None:
+    """structlog lines on standard output, the libraries' logs included: JSON objects (``log_format``
+    ``"json"``, for a collector) or aligned, coloured text on a terminal (``"console"``, for a person),
+    at ``level`` (``"debug"``, ``"info"``, ...) and above.
 
     psycopg, psycopg_pool and grpc log through the standard library's ``logging``; its root handler
-    renders their records with the same processors, so an operator's log is JSON line by line whoever
-    wrote it (a pool's "connection lost" warning as much as the service's own lines).
+    renders their records with the same processors, so an operator's log is one format line by line
+    whoever wrote it (a pool's "connection lost" warning as much as the service's own lines).
+
+    Called with neither argument it configures JSON at ``"info"`` — unless an earlier call chose a format
+    or a level (the command line's ``--log-format``/``--log-level``), which it then keeps: :func:`serve`
+    calls it bare, for servers started from code, after ``uno-audit serve`` has called it with the flags.
     """
+    chosen = "uno-audit: chosen"  # the name of the root handler a call with arguments installs
+    root = logging.getLogger()
+    if log_format is None and level is None and any(h.get_name() == chosen for h in root.handlers):
+        return
+    console = log_format == "console"
+    threshold = logging.getLevelNamesMapping()[(level or "info").upper()]
     shared: list[structlog.types.Processor] = [
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.format_exc_info,  # an internal error's traceback, as one JSON string
     ]
+    if not console:  # the console renderer lays a traceback out itself
+        shared.append(structlog.processors.format_exc_info)  # an internal error's traceback, as a string
+    renderer: structlog.types.Processor = (
+        structlog.dev.ConsoleRenderer(colors=sys.stdout.isatty())
+        if console
+        else structlog.processors.JSONRenderer()
+    )
     structlog.configure(
-        processors=[*shared, structlog.processors.JSONRenderer()],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        processors=[*shared, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(threshold),
         logger_factory=structlog.PrintLoggerFactory(sys.stdout),
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stdout)
+    handler.set_name(chosen if log_format is not None or level is not None else "uno-audit")
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.JSONRenderer(),
-            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
-    root = logging.getLogger()
     root.handlers = [handler]
-    root.setLevel(logging.INFO)
+    root.setLevel(threshold)
 
 
 PROJECTIONS_SERVICE = "uno.audit.v1.Projections"
