@@ -92,20 +92,23 @@ VERIFICATIONS = Counter(
 )
 
 
-def grpc_call_started(kind: str, service: str, method: str) -> Callable[[str, int], None]:
-    """Count an RPC as started; the function to call once with its status (``OK``, ``NotFound``…) and the
-    messages it sent, when it ends."""
-    labels = (kind, service, method)
-    GRPC_STARTED.labels(*labels).inc()
-    started = time.perf_counter()
+class GrpcCall:
+    """One RPC on the server, counted as started when made: :meth:`sent` as each message goes out,
+    :meth:`ended` once with its status (``OK``, ``NotFound``…)."""
 
-    def ended(code: str, sent: int) -> None:
-        GRPC_HANDLING.labels(*labels).observe(time.perf_counter() - started)
-        GRPC_HANDLED.labels(*labels, code).inc()
-        if sent:
-            GRPC_SENT.labels(*labels).inc(sent)
+    __slots__ = ("_labels", "_started")
 
-    return ended
+    def __init__(self, kind: str, service: str, method: str) -> None:
+        self._labels = (kind, service, method)
+        self._started = time.perf_counter()
+        GRPC_STARTED.labels(*self._labels).inc()
+
+    def sent(self) -> None:
+        GRPC_SENT.labels(*self._labels).inc()
+
+    def ended(self, code: str) -> None:
+        GRPC_HANDLING.labels(*self._labels).observe(time.perf_counter() - self._started)
+        GRPC_HANDLED.labels(*self._labels, code).inc()
 
 
 def command(name: str, outcome: str, rule: str = "") -> None:

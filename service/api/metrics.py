@@ -46,7 +46,6 @@ CODE_LABELS = {
 }
 
 Context = grpc.aio.ServicerContext[Any, Any]
-Ended = Callable[[str, int], None]
 
 
 def _status(context: Context) -> str:
@@ -76,11 +75,11 @@ class CallMetrics(grpc.aio.ServerInterceptor):
         for kind, behaviour, make in kinds:
             if behaviour is None:
                 continue
-            start = functools.partial(metrics.grpc_call_started, kind, service, method)
+            start = functools.partial(metrics.GrpcCall, kind, service, method)
             if inspect.isasyncgenfunction(behaviour):
                 observed: Any = _observed_stream(behaviour, start)
             elif inspect.iscoroutinefunction(behaviour):
-                observed = _observed(behaviour, start)
+                observed = _observed(behaviour, start, replies=1 if kind in ("unary", "client_stream") else 0)
             else:
                 return handler  # a synchronous behaviour: none is registered on this asyncio server
             return make(
@@ -92,15 +91,22 @@ class CallMetrics(grpc.aio.ServerInterceptor):
 
 
 def _observed(
-    behaviour: Callable[[Any, Context], Awaitable[Any]], start: Callable[[], Ended]
+    behaviour: Callable[[Any, Context], Awaitable[Any]],
+    start: Callable[[], metrics.GrpcCall],
+    *,
+    replies: int,
 ) -> Callable[[Any, Context], Awaitable[Any]]:
-    """A coroutine behaviour (a unary reply, or a stream written with ``context.write``), observed."""
+    """A coroutine behaviour, observed: one that returns its reply (``replies`` 1, counted when it
+    succeeds), or one that writes a stream with ``context.write`` (``replies`` 0: its writes are not seen
+    from here, so not counted)."""
 
     async def observed(request: Any, context: Context) -> Any:
-        ended, code = start(), "Unknown"  # an exception gRPC turns into UNKNOWN
+        call, code = start(), "Unknown"  # an exception gRPC turns into UNKNOWN
         try:
             reply = await behaviour(request, context)
             code = _status(context)
+            if code == "OK" and replies:
+                call.sent()
             return reply
         except grpc.aio.AbortError:
             code = _status(context)
@@ -109,22 +115,22 @@ def _observed(
             code = "Canceled"
             raise
         finally:
-            ended(code, 1 if code == "OK" else 0)
+            call.ended(code)
 
     return observed
 
 
 def _observed_stream(
-    behaviour: Callable[[Any, Context], AsyncIterator[Any]], start: Callable[[], Ended]
+    behaviour: Callable[[Any, Context], AsyncIterator[Any]], start: Callable[[], metrics.GrpcCall]
 ) -> Callable[[Any, Context], AsyncIterator[Any]]:
     """A stream behaviour (an async generator), observed: it ends when the generator does."""
 
     async def observed(request: Any, context: Context) -> AsyncIterator[Any]:
-        ended, code, sent = start(), "Unknown", 0
+        call, code = start(), "Unknown"
         try:
             async for item in behaviour(request, context):
+                call.sent()  # counted as it is handed to gRPC to send
                 yield item
-                sent += 1
             code = _status(context)
         except grpc.aio.AbortError:
             code = _status(context)
@@ -133,7 +139,7 @@ def _observed_stream(
             code = "Canceled"
             raise
         finally:
-            ended(code, sent)
+            call.ended(code)
 
     return observed
 
