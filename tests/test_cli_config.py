@@ -290,18 +290,8 @@ def test_help_never_shows_a_variables_value(clean_environment: pytest.MonkeyPatc
 # --- logging -------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def restored_logging() -> Iterator[None]:
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level, structlog.get_config())
-    try:
-        yield
-    finally:
-        root.handlers, root.level = saved[0], saved[1]
-        structlog.configure(**saved[2])
-
-
-def test_console_logging_at_a_level(restored_logging: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_console_logging_at_a_level(capsys: pytest.CaptureFixture[str]) -> None:
+    """(conftest's autouse fixture puts logging back afterwards.)"""
     configure_logging("console", "warning")
     log = structlog.get_logger("uno_audit.test")
     log.info("not shown")
@@ -320,7 +310,7 @@ def test_console_logging_at_a_level(restored_logging: None, capsys: pytest.Captu
     assert "error connecting in 'uno-audit-store'" in lines[1]
 
 
-def test_json_logging_at_debug(restored_logging: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_logging_at_debug(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("json", "debug")
     structlog.get_logger("uno_audit.test").debug("a detail", n=1)
     logging.getLogger("grpc").debug("a library's detail")
