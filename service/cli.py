@@ -26,12 +26,15 @@
   [--admin-token-file PATH] [--service-password-file PATH]``: the gRPC game service, logged in as its
   own restricted role (the URL's login; see "Credentials" below); without a database URL (flag or
   ``DATABASE_URL``) it starts an embedded PostgreSQL, migrates it and logs in as ``uno_audit_service``.
+  ``--metrics-listen HOST:PORT`` serves Prometheus metrics over HTTP; ``--tls-cert`` and ``--tls-key``
+  make the gRPC port TLS only, ``--tls-client-ca`` mutual TLS.
   Its logs are JSON lines (``--log-format console`` for a person) at ``--log-level`` (default info).
   Every option may come from the environment instead (below).
 * ``uno-audit migrate [--database-url OWNER_DSN] [--service-password-file PATH]``: the store's and the
   read models' migrations, as the owner, and the service's login ``uno_audit_service``.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
-  games as gRPC clients of a running server.
+  games as gRPC clients of a running server; ``--tls-ca`` (and ``--tls-cert``/``--tls-key`` for mutual
+  TLS) to reach a TLS server, as for ``health``.
 * ``uno-audit health [--server HOST:PORT] [--service NAME] [--timeout S]``: ask a running server's
   ``grpc.health.v1`` service; exit 0 when it answers SERVING, 1 otherwise or when it cannot be reached.
 * ``uno-audit project [--database-url DSN] [--log-format json|console] [--log-level L]``: the projector
@@ -85,7 +88,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from projections import VIEW_NAMES
 from service import cli_audit
@@ -97,6 +100,9 @@ from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, 
 from service.play.simulate import InvariantError, play_game
 from service.rules.options import OptionError, Variant
 from service.store.migrate import SERVICE_LOGIN
+
+if TYPE_CHECKING:  # the command line imports gRPC only in the commands that use it
+    from service.api.tls import ServerTLS
 
 MAX_ID = 128  # the longest game or tournament id the service takes
 MAX_SEAT = 9  # ten players at most
@@ -341,6 +347,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not run the projector (run `uno-audit project` instead)",
     )
+    serve.add_argument(
+        "--metrics-listen",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics over HTTP here (GET /metrics); none: no metrics endpoint",
+    )
+    serve.add_argument(
+        "--tls-cert",
+        type=Path,
+        metavar="PATH",
+        help="the server's certificate chain (PEM): with --tls-key, the gRPC port speaks TLS only",
+    )
+    serve.add_argument("--tls-key", type=Path, metavar="PATH", help="the server certificate's key (PEM)")
+    serve.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        metavar="PATH",
+        help="mutual TLS: every client must present a certificate this CA (PEM) issued",
+    )
     _logging_options(serve)
 
     migrate = commands.add_parser(
@@ -384,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bots.add_argument("--backoff-cap", type=_bounded(1, 3_600), default=5, metavar="S", help="longest wait")
     bots.add_argument("--call-timeout", type=_bounded(1, 3_600), default=30, metavar="S", help="per attempt")
+    _tls_client_options(bots)
 
     health = commands.add_parser("health", help="ask a running server's gRPC health service")
     health.add_argument("--server", default="127.0.0.1:50051", help="host:port (default 127.0.0.1:50051)")
@@ -396,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument(
         "--timeout", type=_bounded(1, 600), default=5, metavar="S", help="give up after S seconds (default 5)"
     )
+    _tls_client_options(health)
 
     adjudicate = commands.add_parser(
         "adjudicate", help="rule on the UNO catch or Wild Draw Four challenge at a position of a stored game"
@@ -482,6 +509,21 @@ def _database_option(sub: argparse.ArgumentParser) -> None:
         metavar="DSN",
         help="PostgreSQL URL (default: $DATABASE_URL)",
     )
+
+
+def _tls_client_options(sub: argparse.ArgumentParser) -> None:
+    """A gRPC client's TLS: the CA to trust, and a certificate of its own for a server that wants one."""
+    sub.add_argument(
+        "--tls-ca",
+        type=Path,
+        metavar="PATH",
+        help="connect with TLS, trusting this CA (PEM); none: plaintext, unless --tls-cert is given "
+        "(then the system's CAs)",
+    )
+    sub.add_argument(
+        "--tls-cert", type=Path, metavar="PATH", help="mutual TLS: the client's certificate chain (PEM)"
+    )
+    sub.add_argument("--tls-key", type=Path, metavar="PATH", help="mutual TLS: the client certificate's key")
 
 
 def _service_password_option(sub: argparse.ArgumentParser) -> None:
@@ -702,6 +744,7 @@ def _serve(args: argparse.Namespace) -> int:
     # went wrong in one line. GRPC_VERBOSITY set by the operator still wins.
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from service.api.server import ListenError, configure_logging
+    from service.api.tls import TLSError, server_tls
     from service.embedded import embedded_database
     from service.store import StoreError
 
@@ -711,6 +754,7 @@ def _serve(args: argparse.Namespace) -> int:
         password = _secret("service password", args.service_password_file, SERVICE_PASSWORD_ENV)
         if args.migrate_url is not None and args.database_url is None:
             raise _Refused("--migrate-url goes with --database-url, the service's own login")
+        tls = server_tls(args.tls_cert, args.tls_key, args.tls_client_ca)
         configure_logging(args.log_format, args.log_level)
         log = structlog.get_logger("uno_audit.server")
         if token is None:
@@ -725,8 +769,8 @@ def _serve(args: argparse.Namespace) -> int:
             migrate_url, embedded = embedded_database(args.data_dir)
             log.info("embedded database started", data_dir=str(args.data_dir))
             service_url = make_conninfo(migrate_url, user=SERVICE_LOGIN)
-        asyncio.run(_run_service(args, service_url, migrate_url, password, token))
-    except (_Refused, StoreError, ListenError) as refused:
+        asyncio.run(_run_service(args, service_url, migrate_url, password, token, tls))
+    except (_Refused, StoreError, ListenError, TLSError) as refused:
         print(f"uno-audit serve: {refused}", file=sys.stderr)
         return EXIT_USAGE
     except psycopg.Error as error:
@@ -747,6 +791,7 @@ async def _run_service(
     migrate_url: str | None,
     password: str | None,
     token: str | None,
+    tls: ServerTLS | None,
 ) -> None:
     """Migrate with ``migrate_url`` if given; refuse a login that is not restricted, or a schema that is
     not current; then serve as ``service_url``'s login until SIGTERM or SIGINT."""
@@ -774,6 +819,8 @@ async def _run_service(
         admin_token=token,
         projector=not args.no_projector,
         database_timeout=args.database_timeout,
+        metrics_listen=args.metrics_listen,
+        tls=tls,
     )
 
 
@@ -781,6 +828,13 @@ def _bots(args: argparse.Namespace) -> int:
     import grpc
 
     from service.api.client_bots import LoadSummary, RetryPolicy, run_bots
+    from service.api.tls import TLSError, channel_credentials
+
+    try:
+        credentials = channel_credentials(args.tls_ca, args.tls_cert, args.tls_key)
+    except TLSError as error:
+        print(f"uno-audit bots: {error}", file=sys.stderr)
+        return EXIT_USAGE
 
     policy = RetryPolicy(
         retry_for=args.retry_for, backoff_cap=args.backoff_cap, call_timeout=args.call_timeout
@@ -804,6 +858,7 @@ def _bots(args: argparse.Namespace) -> int:
                     target_score=args.target_score,
                     policy=policy,
                     progress=progress,
+                    credentials=credentials,
                 )
             )
     except grpc.aio.AioRpcError as error:
@@ -826,9 +881,20 @@ def _health(args: argparse.Namespace) -> int:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    from service.api.tls import TLSError, channel_credentials
+
+    try:
+        credentials = channel_credentials(args.tls_ca, args.tls_cert, args.tls_key)
+    except TLSError as error:
+        print(f"uno-audit health: {error}", file=sys.stderr)
+        return EXIT_USAGE
     name = args.service or "server"
     try:
-        with grpc.insecure_channel(args.server) as channel:
+        with (
+            grpc.insecure_channel(args.server)
+            if credentials is None
+            else grpc.secure_channel(args.server, credentials)
+        ) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
             )
