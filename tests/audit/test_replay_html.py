@@ -16,6 +16,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
 from service.audit.auditor import Auditor
+from service.audit.entries import DisputeKind
 from service.audit.record import read_record, read_record_file
 from service.audit.replay_html import SeatError, record_replay_html
 from service.audit.verify import verify_record
@@ -201,3 +202,39 @@ async def test_replay_game_is_the_adjudicators(
         audit.ReplayGame(apb.ReplayGameRequest(game_id="no-such-game"), metadata=ADMIN),
         grpc.StatusCode.NOT_FOUND,
     )
+
+
+async def test_an_imported_games_dispute_stands_at_the_position_it_disputes(store: EventStore) -> None:
+    auditor = Auditor(store)
+    imported = await auditor.import_record(
+        BOTH.read_text(),
+        tournament_id="",
+        seat_token_hashes=lambda count: [bytes([seat]) * 32 for seat in range(count)],
+        command_id="import-1",
+        request_hash=b"import-1",
+    )
+    game, catch = imported.game_id, 13  # line 12, the catch, is at position 13 of an imported record
+    filed = await auditor.file_dispute(
+        game,
+        seat=1,
+        kind=DisputeKind.UNO_CATCH,
+        position=catch,
+        by=None,
+        target=None,
+        claim=HOSTILE,
+        command_id="dispute-1",
+        request_hash=b"dispute-1",
+    )
+    await auditor.rule_on_dispute(
+        game, filed.filed.dispute_id, note="upheld", command_id="ruling-1", request_hash=b"ruling-1"
+    )
+
+    page = await auditor.replay(game)
+    data = data_of(page)
+    (dispute,) = data["disputes"]
+    assert data["steps"][dispute["step"]]["at"] == catch
+    assert dispute["claim"] == HOSTILE and HOSTILE not in page
+    assert dispute["ruling"]["rule"] == "uno.catch" and dispute["ruling"]["evidence"]["hand"] == ["Y7"]
+    assert [r["at"] for r in data["rulings"]] == [5, catch]  # the challenge (line 4) and the catch
+    seen_by_bob = data_of(await auditor.replay(game, seat=1))
+    assert seen_by_bob["disputes"][0]["ruling"]["evidence"]["hand"] == [None]
