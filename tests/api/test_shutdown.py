@@ -9,7 +9,7 @@ from typing import Any
 import grpc
 import pytest
 
-from service.api.client_bots import run_bots
+from service.api.client_bots import RetryPolicy, run_bots
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
@@ -97,6 +97,9 @@ async def test_stop_under_load_leaves_no_partial_command(database_url: str, stor
                 players=4,
                 concurrency=8,
                 seed=3,
+                # No retries: the bots end at the first refusal of the stopping server, whichever it is
+                # (retrying UNAVAILABLE, they would wait out the test unless some call was CANCELLED).
+                policy=RetryPolicy(retry_for=0),
             )
         )
         while len(await store.read_all(limit=400)) < 400:  # well under way
