@@ -7,8 +7,14 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,3 +302,58 @@ async def test_the_bots_command_plays_over_tls(tls_server: RunningServer, certif
     printed, errors = await asyncio.wait_for(bots.communicate(), 100)
     assert bots.returncode == 0, errors.decode()
     assert b'"games": 1' in printed
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _health(address: str, ca: Path) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(
+        subprocess.run,
+        [str(UNO_AUDIT), "health", "--server", address, "--tls-ca", str(ca), "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+async def test_serve_as_a_process_with_tls_and_metrics(
+    database_url: str, service_login: ServiceLogin, certificates: Certificates, tmp_path: Path
+) -> None:
+    """``uno-audit serve --tls-cert --tls-key`` with the metrics address from its variable: ``health
+    --tls-ca`` finds it SERVING, the endpoint counts that check, SIGTERM stops both."""
+    await apply_migrations(database_url)
+    address, metrics = f"localhost:{_free_port()}", f"127.0.0.1:{_free_port()}"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "UNO_AUDIT_ADMIN_TOKEN")}
+    env["UNO_AUDIT_METRICS_LISTEN"] = metrics
+    server_cert = certificates.server
+    with (tmp_path / "serve.err").open("wb") as stderr:
+        server = await asyncio.create_subprocess_exec(
+            str(UNO_AUDIT), "serve", "--listen", address, "--no-projector",
+            "--database-url", await service_login.url(database_url),
+            "--tls-cert", str(server_cert.cert), "--tls-key", str(server_cert.key),
+            env=env, stdout=asyncio.subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while (checked := await _health(address, certificates.ca.cert)).returncode != 0:
+            assert server.returncode is None, (tmp_path / "serve.err").read_text()
+            assert time.monotonic() < deadline, checked.stderr
+            await asyncio.sleep(0.2)
+        assert checked.stdout.strip().endswith("server: SERVING")
+        scraped = await asyncio.to_thread(urllib.request.urlopen, f"http://{metrics}/metrics", timeout=10)
+        text = scraped.read().decode()
+        assert (
+            'grpc_server_handled_total{grpc_code="OK",grpc_method="Check",'
+            'grpc_service="grpc.health.v1.Health",grpc_type="unary"} 1.0'
+        ) in text
+    finally:
+        if server.returncode is None:
+            server.send_signal(signal.SIGTERM)
+        returned = await asyncio.wait_for(server.wait(), 30)
+    assert returned == 0, (tmp_path / "serve.err").read_text()
+    with pytest.raises(urllib.error.URLError):
+        await asyncio.to_thread(urllib.request.urlopen, f"http://{metrics}/metrics", timeout=5)
