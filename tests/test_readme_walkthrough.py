@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import main
+from service.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -98,3 +98,34 @@ def test_the_comparison_can_fail() -> None:
     ]
     assert follows(["b", "a"], ["a", "b"]) == ["a"]
     assert follows(["game 459951ef-…: INVALID", "  …"], ["game 1234: INVALID"]) == []
+
+
+def readme_commands() -> list[list[str]]:
+    """The words of every ``uno-audit`` command in the README's shell blocks (continuation lines joined,
+    a ``$ ``, ``.venv/bin/`` or ``VAR=… `` before it and a ``# comment`` after it left off)."""
+    text = README.read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = line.split("#")[0].split()
+            while words and (words[0] == "$" or "=" in words[0]):
+                words = words[1:]
+            if words and words[0].endswith("uno-audit"):
+                commands.append(words[1:])
+    return commands
+
+
+def test_every_command_the_readme_shows_is_one_the_command_line_takes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A flag renamed or dropped shows up here, not in a reader's terminal."""
+    monkeypatch.setenv("DATABASE_URL", "postgresql://uno@localhost/uno")
+    commands = readme_commands()
+    assert {words[0] for words in commands} >= {"serve", "bots", "simulate", "migrate", "import", "replay"}
+    parser = build_parser()
+    for words in commands:
+        args = [re.sub(r"\S*…", "x", word) for word in words]
+        try:
+            parser.parse_args(args)
+        except SystemExit:
+            pytest.fail(f"the README shows `uno-audit {' '.join(words)}`, which the command line refuses")
