@@ -30,17 +30,17 @@
   make the gRPC port TLS only, ``--tls-client-ca`` mutual TLS.
   Its logs are JSON lines (``--log-format console`` for a person) at ``--log-level`` (default info).
   Every option may come from the environment instead (below).
-* ``uno-audit migrate [--database-url OWNER_DSN] [--service-password-file PATH]``: the store's and the
-  read models' migrations, as the owner, and the service's login ``uno_audit_service``.
+* ``uno-audit migrate [--database-url OWNER_DSN | --data-dir DIR] [--service-password-file PATH]``: the
+  store's and the read models' migrations, as the owner, and the service's login ``uno_audit_service``.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
   games as gRPC clients of a running server; ``--tls-ca`` (and ``--tls-cert``/``--tls-key`` for mutual
   TLS) to reach a TLS server, as for ``health``.
 * ``uno-audit health [--server HOST:PORT] [--service NAME] [--timeout S]``: ask a running server's
   ``grpc.health.v1`` service; exit 0 when it answers SERVING, 1 otherwise or when it cannot be reached.
-* ``uno-audit project [--database-url DSN] [--log-format json|console] [--log-level L]``: the projector
-  alone, keeping the read models current.
-* ``uno-audit rebuild [--view NAME] [--database-url OWNER_DSN]``: rebuild read models from zero and swap
-  them in (it creates tables: the owner's login).
+* ``uno-audit project [--database-url DSN | --data-dir DIR] [--log-format json|console] [--log-level L]``:
+  the projector alone, keeping the read models current.
+* ``uno-audit rebuild [--view NAME] [--database-url OWNER_DSN | --data-dir DIR]``: rebuild read models from
+  zero and swap them in (it creates tables: the owner's login).
 
 The commands on stored games talk to the database directly (``--database-url``, default
 ``$DATABASE_URL``; without one, the embedded database ``serve`` keeps in ``--data-dir``), migrating it
@@ -86,7 +86,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -371,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = commands.add_parser(
         "migrate", help="migrate the database as its owner and make the service's restricted login"
     )
-    _database_option(migrate)
+    _stored_games_database(migrate)
     _service_password_option(migrate)
 
     for name, text in (
@@ -379,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("rebuild", "rebuild read models from zero and swap them in"),
     ):
         sub = commands.add_parser(name, help=text)
-        _database_option(sub)
+        _stored_games_database(sub)
         if name == "project":
             _logging_options(sub)
         else:
@@ -501,16 +501,6 @@ def _logging_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--log-level", choices=LOG_LEVELS, default="info", help="the least severe level logged")
 
 
-def _database_option(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument(
-        "--database-url",
-        default=os.environ.get("DATABASE_URL"),
-        required=not os.environ.get("DATABASE_URL"),
-        metavar="DSN",
-        help="PostgreSQL URL (default: $DATABASE_URL)",
-    )
-
-
 def _tls_client_options(sub: argparse.ArgumentParser) -> None:
     """A gRPC client's TLS: the CA to trust, and a certificate of its own for a server that wants one."""
     sub.add_argument(
@@ -578,12 +568,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _bots(args)
     if args.command == "health":
         return _health(args)
-    if args.command == "project":
-        return _project(args)
-    if args.command == "rebuild":
-        return _rebuild(args)
-    if args.command == "migrate":
-        return _migrate(args)
+    if args.command in ("migrate", "project", "rebuild"):
+        return _on_database(
+            args, {"migrate": _migrate, "project": _project, "rebuild": _rebuild}[args.command]
+        )
     if args.command == "adjudicate":
         return cli_audit.adjudicate(args)
     if args.command == "export":
@@ -599,6 +587,27 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"uno-audit verify: {flag} goes with --game or --all, not --record", file=sys.stderr)
             return EXIT_USAGE
     return _verify(args)
+
+
+def _on_database(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:
+    """Run ``command`` on ``--database-url``, else on the embedded database ``serve`` keeps in
+    ``--data-dir`` (as its owner: the quick start's migrations, projector and rebuilds need no URL)."""
+    if args.database_url is not None:
+        return command(args)
+    if not args.data_dir.is_dir():
+        print(
+            f"uno-audit {args.command}: no database: give --database-url (or $DATABASE_URL), or run "
+            f"`uno-audit serve` first, which keeps an embedded one in {args.data_dir}",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from service.embedded import embedded_database
+
+    args.database_url, embedded = embedded_database(args.data_dir)
+    try:
+        return command(args)
+    finally:
+        embedded.cleanup()  # stops it only if no other process (a running serve) uses it
 
 
 def _project(args: argparse.Namespace) -> int:

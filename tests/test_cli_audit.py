@@ -760,6 +760,16 @@ async def test_an_adjudication_that_cannot_be_made_exits_2(
     assert exited.value.code == 2
 
 
+@pytest.mark.parametrize("command", ["migrate", "project", "rebuild"])
+def test_the_read_model_commands_without_a_database_say_where_to_find_one(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert main([command, "--data-dir", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"uno-audit {command}: no database: ") and err.count("\n") == 1, err
+
+
 async def test_without_a_url_the_commands_use_the_embedded_database_serve_keeps(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, embedded_dir: Path
 ) -> None:
@@ -778,5 +788,10 @@ async def test_without_a_url_the_commands_use_the_embedded_database_serve_keeps(
         code, out, err = await cli(capsys, "verify", "--game", game_id, "--json", "--data-dir", str(data_dir))
         assert code == 0, err
         assert json.loads(out)["origin"] == "imported"
+        # The read-model commands too: migrate, and a rebuild as the embedded server's owner.
+        code, out, err = await cli(capsys, "migrate", "--data-dir", str(data_dir))
+        assert code == 0 and json.loads(out)["login"] == "uno_audit_service", err
+        code, out, err = await cli(capsys, "rebuild", "--data-dir", str(data_dir))
+        assert code == 0 and json.loads(out)["quarantined"] == [], err
     finally:
         serving.cleanup()
