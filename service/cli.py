@@ -93,7 +93,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from projections import VIEW_NAMES
 from service import cli_audit
 from service.audit.export import RecordMode, record_from_game
-from service.audit.record import GameRecord, RecordError, read_record, read_record_file, write_record
+from service.audit.record import write_record
 from service.audit.render import render
 from service.audit.verify import verify_record
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, progress_bar
@@ -966,14 +966,8 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    name = "standard input" if str(args.record) == "-" else str(args.record)
-    try:
-        record = _read_record(args.record)
-    except RecordError as error:
-        print(f"uno-audit verify: {name}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as error:
-        print(f"uno-audit verify: cannot read {name}: {error.strerror or error}", file=sys.stderr)
+    record = cli_audit.load_record("verify", args.record)
+    if record is None:
         return EXIT_USAGE
     report = verify_record(record)
     if args.json:
@@ -981,19 +975,6 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         print(render(report))
     return EXIT_OK if report.valid else EXIT_INVALID
-
-
-def _read_record(path: Path) -> GameRecord:
-    """The record in the file at ``path``, or on standard input for ``-`` (``curl ... | uno-audit verify
-    --record -``), read as :func:`~service.audit.record.read_record_file` reads a file."""
-    if str(path) != "-":
-        return read_record_file(path)
-    data = sys.stdin.buffer.read()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise RecordError(data.count(b"\n", 0, error.start) + 1, f"not UTF-8: {error.reason}") from None
-    return read_record(text)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the database's modules load only when a command runs
 
     from service.audit.auditor import Auditor
     from service.audit.game_report import GameSummary, ReplaySection
+    from service.audit.record import GameRecord
 
 #: The exit statuses of every ``uno-audit`` command: done (valid), invalid, bad usage or refused.
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -338,18 +339,35 @@ def replay(args: argparse.Namespace) -> int:
     return _on_auditor(args, work)
 
 
+def load_record(command: str, path: Path) -> GameRecord | None:
+    """The record in the file at ``path``, or on standard input for ``-`` (``curl … | uno-audit verify
+    --record -``), read as :func:`~service.audit.record.read_record_file` reads a file; ``None`` once one
+    line on standard error has said why it cannot be read."""
+    from service.audit.record import RecordError, read_record, read_record_file
+
+    name = "standard input" if str(path) == "-" else str(path)
+    try:
+        if str(path) != "-":
+            return read_record_file(path)
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise RecordError(data.count(b"\n", 0, error.start) + 1, f"not UTF-8: {error.reason}") from None
+        return read_record(text)
+    except RecordError as error:
+        print(f"uno-audit {command}: {name}: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"uno-audit {command}: cannot read {name}: {error.strerror or error}", file=sys.stderr)
+    return None
+
+
 def _replay_record(args: argparse.Namespace) -> int:
-    from service.audit.record import RecordError, read_record_file
     from service.audit.replay_html import SeatError, record_replay_html
     from service.audit.verify import verify_record
 
-    try:
-        record = read_record_file(args.record)
-    except RecordError as error:
-        print(f"uno-audit replay: {args.record}: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as error:
-        print(f"uno-audit replay: cannot read {args.record}: {error.strerror or error}", file=sys.stderr)
+    record = load_record("replay", args.record)
+    if record is None:
         return EXIT_USAGE
     try:
         page = record_replay_html(record, verify_record(record), seat=args.as_seat, title=args.record.name)

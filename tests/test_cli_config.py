@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fcntl
 import importlib.metadata
 import io
 import json
 import logging
 import os
 import re
-import struct
 import subprocess
 import sys
-import termios
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +30,7 @@ from service.cli import build_parser, main
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.audit.support import store_simulated
+from tests.terminal import open_terminal, read_until_closed
 
 UNO_AUDIT = Path(sys.executable).with_name("uno-audit")
 README = Path(__file__).parent.parent / "README.md"
@@ -381,29 +379,15 @@ def test_verify_record_dash_reads_the_processes_stdin() -> None:
 # --- progress bars only on a terminal --------------------------------------------------------------------
 
 
-def _read_until_closed(fd: int) -> bytes:
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:  # EIO: the child's end of the terminal is closed
-            break
-        if not data:
-            break
-        chunks.append(data)
-    return b"".join(chunks)
-
-
 def on_a_terminal(*argv: str) -> tuple[int, bytes, str]:
     """``uno-audit ARGV`` with standard error on a pseudo-terminal 100 columns wide: exit status, standard
     output, and what the terminal showed."""
-    terminal, child_end = os.openpty()
+    terminal, child_end = open_terminal()
     try:
-        fcntl.ioctl(child_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
         process = subprocess.Popen([str(UNO_AUDIT), *argv], stdout=subprocess.PIPE, stderr=child_end)
         os.close(child_end)
         child_end = -1
-        shown = _read_until_closed(terminal).decode(errors="replace")
+        shown = read_until_closed(terminal).decode(errors="replace")
         printed, _ = process.communicate(timeout=120)
     finally:
         os.close(terminal)

@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
 import socket
-import struct
 import sys
-import termios
 import time
 from pathlib import Path
 
 import pytest
+
+from tests.terminal import open_terminal, read_until_closed
 
 # A whole game, whose length the server's shuffle decides: patience on a busy machine.
 pytestmark = pytest.mark.timeout(300)
@@ -23,30 +22,15 @@ UNO_AUDIT = Path(sys.executable).with_name("uno-audit")
 GAME = ("--games", "1", "--variant", "classic", "--players", "3", "--target-score", "1")
 
 
-def _read_until_closed(fd: int) -> bytes:
-    chunks = []
-    while True:
-        try:
-            data = os.read(fd, 4096)
-        except OSError:  # EIO: the child's end of the terminal is closed
-            break
-        if not data:
-            break
-        chunks.append(data)
-    return b"".join(chunks)
-
-
 async def test_a_terminal_gets_a_progress_bar_of_games_and_retries(address: str) -> None:
-    terminal, child_end = os.openpty()
-    # A terminal 100 columns wide, as a person's would be (a fresh pseudo-terminal has no size).
-    fcntl.ioctl(child_end, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    terminal, child_end = open_terminal()
     try:
         bots = await asyncio.create_subprocess_exec(
             str(UNO_AUDIT), "bots", "--server", address, *GAME,
             stdout=asyncio.subprocess.PIPE, stderr=child_end,
         )  # fmt: skip
         os.close(child_end)
-        screen = asyncio.create_task(asyncio.to_thread(_read_until_closed, terminal))
+        screen = asyncio.create_task(asyncio.to_thread(read_until_closed, terminal))
         printed, _ = await asyncio.wait_for(bots.communicate(), 240)
         shown = (await screen).decode(errors="replace")
     finally:
