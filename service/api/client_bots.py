@@ -43,8 +43,12 @@ Metadata = tuple[tuple[str, str], ...]
 
 #: Every call the bots make may be repeated: reads change nothing, and a command resent with its command id
 #: is answered with its first result. So a call cut off by our own deadline is retried like an unavailable
-#: server. ABORTED is not here: it means a version conflict, and the bots never send expected_version.
-RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+#: server, and so is one the server cancelled (a server that stops gracefully cancels the calls still in
+#: flight when its grace ends; the bots never cancel a call of their own). ABORTED is not here: it means a
+#: version conflict, and the bots never send expected_version.
+RETRYABLE = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+)
 
 
 def retryable(error: BaseException) -> bool:
@@ -112,7 +116,7 @@ class LoadSummary:
     rounds: int = 0
     commands: int = 0
     rejected: int = 0
-    #: Attempts repeated after UNAVAILABLE or DEADLINE_EXCEEDED.
+    #: Attempts repeated after UNAVAILABLE, DEADLINE_EXCEEDED or CANCELLED.
     retries: int = 0
     #: Commands answered as duplicates: the server had applied them, and the first reply was lost.
     duplicates: int = 0

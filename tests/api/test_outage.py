@@ -28,7 +28,7 @@ from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, configure_logging, start_server
 
-from .support import ADMIN_TOKEN, count_rows, create_game, error_info, fails, header
+from .support import ADMIN_TOKEN, arranged_deck, count_rows, create_game, error_info, fails, header
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin
@@ -89,11 +89,11 @@ async def test_an_outage_is_unavailable_then_the_server_recovers(
 ) -> None:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{quick_server.port}") as channel:
         stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
-        game = await create_game(stub, players=2)
-        started = await stub.StartRound(
-            pb.StartRoundRequest(header=header(game.game_id)), metadata=game.seat(0)
-        )
-        turn = started.view.turn
+        # A dealt round whose first card is a number, so the seat on turn may draw (no colour to choose).
+        deck = arranged_deck({}, "R5", players=2)
+        game = await create_game(stub, players=2, fixed_deck=deck, options={"dealer_selection": "given"})
+        assert game.reply.view.awaiting == "play"
+        turn = game.reply.view.turn
         draw = pb.DrawRequest(header=header(game.game_id))
         rows = await count_rows(database_url)
 
