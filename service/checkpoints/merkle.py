@@ -13,8 +13,14 @@ An inclusion proof shows that a leaf is in a tree of a given size and head; a co
 that a tree of size ``m`` is a prefix of a tree of size ``n`` (nothing of the first was changed or
 removed, only leaves appended). The proofs are generated as RFC 9162 §2.1.3.1 and §2.1.4.1 define them
 and verified by the algorithms of §2.1.3.2 and §2.1.4.2, step by step; :class:`ProofError` says which
-check failed. Everything is in memory: the trees here are a tournament's games, not a public log's
-billions of entries.
+check failed.
+
+A proof binds a leaf (or an older head) to a *pair*, size and head, as a signed checkpoint states them
+together: given a size from elsewhere, the verifier cannot always tell (the proof of leaf 0 in a tree
+of 4 also passes for "size 3" with the same head: the verifier is handed the hashes of subtrees, not
+what is under them, so the hash of two leaves can stand where one leaf's would). Take both from one
+verified checkpoint. Everything is in memory: the trees here are a tournament's games,
+not a public log's billions of entries.
 """
 
 from __future__ import annotations
