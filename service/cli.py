@@ -487,6 +487,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="only what seat N may see: its own hand, the others' counts (default: every hand)",
     )
     _stored_games_database(replay)
+
+    keygen = commands.add_parser("keygen", help="make a checkpoint signing key; print its public key")
+    keygen.add_argument("--name", required=True, help="the key's name: the service's, as in its origins")
+    keygen.add_argument("--out", type=Path, required=True, metavar="FILE", help="the private key (0600)")
+    keygen.add_argument("--force", action="store_true", help="replace FILE if it exists")
     _from_environment(serve, SERVE_ENVIRONMENT)  # last: the options added above, whoever adds them
     return parser
 
@@ -580,6 +585,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cli_audit.import_record(args)
     if args.command == "replay":
         return cli_audit.replay(args)
+    if args.command == "keygen":
+        return _keygen(args)
     if args.game is not None or args.all:
         return cli_audit.verify_stored(args)
     for flag, given in (("--reveal-seed", args.reveal_seed), ("--no-projections", args.no_projections)):
@@ -587,6 +594,29 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"uno-audit verify: {flag} goes with --game or --all, not --record", file=sys.stderr)
             return EXIT_USAGE
     return _verify(args)
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    """Make an Ed25519 key for signing checkpoints, write it to ``--out`` (mode 0600; an existing file
+    only with ``--force``) and print its public verifier key and key id, to publish, as one JSON object.
+    """
+    from service.checkpoints import KeyFormatError, Signer, write_signer
+
+    try:
+        signer = Signer.generate(args.name)
+        write_signer(signer, args.out, force=args.force)
+    except KeyFormatError as error:
+        print(f"uno-audit keygen: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except FileExistsError:
+        print(f"uno-audit keygen: {args.out} exists (--force replaces the key in it)", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"uno-audit keygen: cannot write {args.out}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    key = {"name": signer.name, "key_id": f"{signer.key_id:08x}", "verifier_key": signer.verifier.encode()}
+    print(json.dumps({**key, "key_file": str(args.out)}))
+    return EXIT_OK
 
 
 def _on_database(args: argparse.Namespace, command: Callable[[argparse.Namespace], int]) -> int:
