@@ -15,6 +15,7 @@ back to is kept by the engine while the card resolves (``Act.barred``).
 
 from __future__ import annotations
 
+from . import house
 from .cards import Face
 from .classic import next_turn
 from .engine import Act, Effect, Played
@@ -94,17 +95,25 @@ def turn_after(state: State, seat: int) -> int:
 
 
 def hit_two(act: Act, played: Played) -> None:
-    """``attack.hit-two``: the next player presses twice and loses the turn."""
+    """``attack.hit-two``: the next player presses twice and loses the turn — unless the penalty waits to
+    be stacked on (``house.stacking``)."""
     s = act.state
-    act.presses(s.next_seat(played.origin), 2, Rule.ATTACK_HIT_TWO)
+    victim = s.next_seat(played.origin)
+    if house.penalty_waits(act, played, victim, Act.presses, Rule.ATTACK_HIT_TWO):
+        return
+    act.presses(victim, 2, Rule.ATTACK_HIT_TWO)
     if not played.going_out:
         act.prompt(s.next_seat(played.origin, 2))
 
 
 def wild_hit_four(act: Act, played: Played) -> None:
-    """``attack.wild-hit-four``: the next player presses 4 times and loses the turn."""
+    """``attack.wild-hit-four``: the next player presses 4 times and loses the turn — unless the penalty
+    waits to be stacked on (``house.stacking``)."""
     s = act.state
-    act.presses(s.next_seat(played.origin), 4, Rule.ATTACK_WILD_HIT_FOUR)
+    victim = s.next_seat(played.origin)
+    if house.penalty_waits(act, played, victim, Act.presses, Rule.ATTACK_WILD_HIT_FOUR):
+        return
+    act.presses(victim, 4, Rule.ATTACK_WILD_HIT_FOUR)
     if not played.going_out:
         act.prompt(s.next_seat(played.origin, 2))
 

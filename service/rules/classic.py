@@ -8,7 +8,7 @@ Draw Four, with its answer and challenge, is a family of its own (:mod:`service.
 
 from __future__ import annotations
 
-from . import wild_draw_four
+from . import house, wild_draw_four
 from .cards import Face
 from .engine import Act, Effect, Played
 from .events import Awaiting, DirectionReversed
@@ -41,9 +41,13 @@ def reverse(act: Act, played: Played) -> None:
 
 
 def draw_two(act: Act, played: Played) -> None:
-    """Draw Two (``action.draw-two``): the next player draws 2 and loses the turn."""
+    """Draw Two (``action.draw-two``): the next player draws 2 and loses the turn — unless the penalty
+    waits to be stacked on (``house.stacking``)."""
     s = act.state
-    act.take(s.next_seat(played.origin), 2, Rule.ACTION_DRAW_TWO)
+    victim = s.next_seat(played.origin)
+    if house.penalty_waits(act, played, victim, Act.take, Rule.ACTION_DRAW_TWO):
+        return
+    act.take(victim, 2, Rule.ACTION_DRAW_TWO)
     if not played.going_out:
         act.prompt(s.next_seat(played.origin, 2))
 

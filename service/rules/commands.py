@@ -70,7 +70,8 @@ class StartRound:
 @dataclass(frozen=True, slots=True)
 class Play:
     """``player`` plays ``card``: ``colour`` for a wild, ``uno`` to call UNO with it, ``target`` for a
-    card that names a player."""
+    card that names a player (a 7 under ``house.seven-o`` too), ``jump_in`` for a play out of turn of a
+    card identical to the top card (``house.jump-in``)."""
 
     player: int
     card: Card
@@ -78,11 +79,13 @@ class Play:
     uno: bool = False
     target: int | None = None
     supply: Supply = NO_SUPPLY
+    jump_in: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Draw:
-    """``player`` draws one card instead of playing (``draw.one``)."""
+    """``player`` draws one card instead of playing (``draw.one``); under ``house.draw-to-match``, cards
+    until a playable one."""
 
     player: int
     supply: Supply = NO_SUPPLY
@@ -129,7 +132,8 @@ class Challenge:
 
 @dataclass(frozen=True, slots=True)
 class Accept:
-    """``player``, the Wild Draw Four victim, accepts it and draws four (``wd4.accept``)."""
+    """``player``, the Wild Draw Four victim, accepts it and draws four (``wd4.accept``) — or, under
+    ``house.stacking``, takes the whole draw penalty stacked against them."""
 
     player: int
     supply: Supply = NO_SUPPLY

@@ -8,6 +8,7 @@ This module is the public face of the rules and only dispatches: :func:`check` (
   pending (``turn.order``, ``play.*``, ``draw.one``, ``draw.pass``, ``turn.end``, ``attack.launcher``);
 * :mod:`.uno` — UNO calls, catches and the penalty (``uno.*``);
 * :mod:`.wild_draw_four` — the W+4's answer: accept or challenge (``action.wild-draw-four``, ``wd4.*``);
+* :mod:`.house` — the house rules, where the game's options turn them on (``house.*``);
 * :mod:`.engine` — the draw pile and the launcher, and a reshuffle the table reports
   (``draw.reshuffle``, ``fair.commit``);
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import engine, setup, turn, uno, wild_draw_four
+from . import engine, house, setup, turn, uno, wild_draw_four
 from .commands import (
     NO_SUPPLY,
     Accept,
@@ -44,6 +45,7 @@ from .commands import (
 )
 from .engine import Act
 from .events import Awaiting, Event
+from .rule_sets import RULE_SETS
 from .setup import create
 from .state import State
 from .violations import CommandError, Rule, Violation, require_seat
@@ -110,6 +112,15 @@ _CHECKS: dict[type, Callable[[State, Any], Violation | None]] = {
     Reshuffle: engine.check_reshuffle,
 }
 
+
+def _resolve_accept(act: Act, command: Accept) -> None:
+    """An accept takes a stacked penalty (``house.stacking``) or answers a Wild Draw Four."""
+    if act.state.awaiting is Awaiting.STACK:
+        house.resolve_stack_accept(act, command, RULE_SETS[act.state.variant].taking.impose)
+    else:
+        wild_draw_four.resolve_accept(act, command)
+
+
 _RESOLVERS: dict[type, Callable[[Act, Any], None]] = {
     StartRound: setup.resolve_start,
     Play: turn.resolve_play,
@@ -119,6 +130,6 @@ _RESOLVERS: dict[type, Callable[[Act, Any], None]] = {
     Choose: turn.resolve_choose,
     CallUno: uno.resolve_call,
     Catch: uno.resolve_catch,
-    Accept: wild_draw_four.resolve_accept,
+    Accept: _resolve_accept,
     Reshuffle: engine.resolve_reshuffle,
 }

@@ -170,6 +170,21 @@ class Act:
         self._draw_index[seat] = start + count
         return self._reported(listed, f"taken by {self.name(seat)}")
 
+    def can_draw(self, seat: int) -> bool:
+        """Whether ``seat`` can take one more card by choice in this command: the pile (or a reshuffle)
+        holds one, and where the pile's order is unknown the table listed one more card it took."""
+        s = self.state
+        if s.pile:
+            ordered = s.pile_ordered
+        elif not s.discard[:-1]:
+            return False
+        else:  # the next draw reshuffles first (see refill): is the new pile's order known?
+            ordered = s.seed is not None or self._reshuffle_index < len(self.supply.reshuffles)
+        if ordered:
+            return True
+        start = self._draw_index.get(seat, 0) if self._draw_index is not None else 0
+        return len(self.supply.draws.get(seat, ())) > start
+
     def take(self, seat: int, count: int, cause: Rule) -> None:
         """``seat`` takes ``count`` cards from the pile because ``cause`` says so (as many as there are)."""
         while count > 0 and (self.state.pile or self.refill()):

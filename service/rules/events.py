@@ -7,14 +7,14 @@ already written down.
 
 Events fall into three groups:
 
-* *turn actions*, taken by the player on turn (or the Wild Draw Four victim): :class:`CardPlayed`,
-  :class:`CardDrawn`, :class:`Passed`, :class:`LauncherPressed` with cause ``attack.launcher``,
-  :class:`Wd4Accepted`, :class:`Wd4Challenged`. The first of them after a play closes that play's UNO
-  window (digest ``uno.catch``);
+* *turn actions*, taken by the player on turn (or the Wild Draw Four victim, or a player jumping in):
+  :class:`CardPlayed`, :class:`CardDrawn`, :class:`Passed`, :class:`LauncherPressed` with cause
+  ``attack.launcher``, :class:`Wd4Accepted`, :class:`Wd4Challenged`, :class:`StackAccepted`. The first
+  of them after a play closes that play's UNO window (digest ``uno.catch``);
 * *consequences* the rules impose: :class:`CardsTaken`, :class:`LauncherPressed` with another cause,
   :class:`CardFlipped`, :class:`PileReshuffled`, :class:`DirectionReversed`, :class:`ColourChosen`,
-  :class:`HandsTraded`, :class:`Prompted` (who must act next, and how), :class:`RoundEnded`,
-  :class:`GameEnded`;
+  :class:`HandsTraded`, :class:`HandsRotated`, :class:`Prompted` (who must act next, and how),
+  :class:`JumpedIn` (who takes the turn out of turn), :class:`RoundEnded`, :class:`GameEnded`;
 * *out-of-turn table talk*: :class:`UnoCalled`, :class:`UnoCaught`.
 """
 
@@ -34,7 +34,8 @@ class Awaiting(enum.Enum):
     ROUND_START = "round-start"  # anyone may start the next round
     PLAY = "play"  # a normal turn: play, draw (or press, in UNO Attack)
     DRAWN = "drawn"  # the drawn card is playable: play it or pass (``draw.pass``)
-    WD4_RESPONSE = "wd4-response"  # the Wild Draw Four victim: accept or challenge
+    WD4_RESPONSE = "wd4-response"  # the Wild Draw Four victim: accept or challenge (or stack on it)
+    STACK = "stack"  # a stacked draw penalty is pending: stack on it or accept it (``house.stacking``)
     FOLLOW_UP = "follow-up"  # UNO Attack: one more matching card after S or R, or pass
     COLOUR = "colour"  # choose the active colour (first-card wild, item-box Bob-omb)
     TARGET = "target"  # name an opponent (item-box Green Shell)
@@ -175,10 +176,35 @@ class ColourChosen:
 
 @dataclass(frozen=True, slots=True)
 class HandsTraded:
-    """``player`` and ``other`` swapped hands (UNO Attack Trade Hands)."""
+    """``player`` and ``other`` swapped hands (UNO Attack Trade Hands, or a 7 under ``house.seven-o``)."""
 
     player: int
     other: int
+
+
+@dataclass(frozen=True, slots=True)
+class HandsRotated:
+    """Every player passed their hand to the next player in the current direction (``house.seven-o``:
+    ``player`` played a 0)."""
+
+    player: int
+
+
+@dataclass(frozen=True, slots=True)
+class JumpedIn:
+    """``player`` plays out of turn a card identical to the top card (``house.jump-in``): the turn is
+    theirs from here, and the :class:`CardPlayed` that follows is that play."""
+
+    player: int
+
+
+@dataclass(frozen=True, slots=True)
+class StackAccepted:
+    """``player`` took the stacked draw penalty pending against them, ``total`` cards or presses
+    (``house.stacking``), and loses the turn; the cards follow as :class:`CardsTaken` (or presses)."""
+
+    player: int
+    total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +224,8 @@ class UnoCaught:
 
 @dataclass(frozen=True, slots=True)
 class Wd4Accepted:
-    """The Wild Draw Four victim accepted (``wd4.accept``); the draw follows as :class:`CardsTaken`."""
+    """The Wild Draw Four victim accepted (``wd4.accept``); the draw follows as :class:`CardsTaken`: four
+    cards, or the whole stacked total (``house.stacking``)."""
 
     player: int
 
@@ -267,6 +294,9 @@ Event = (
     | DirectionReversed
     | ColourChosen
     | HandsTraded
+    | HandsRotated
+    | JumpedIn
+    | StackAccepted
     | UnoCalled
     | UnoCaught
     | Wd4Accepted

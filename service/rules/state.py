@@ -6,8 +6,10 @@ game's events (:func:`fold`), so it can be rebuilt from the log at any time.
 
 ``evolve`` is mechanical: it trusts the event and never validates. All judgement lives behind
 :mod:`service.rules.decide`, in the module of each rule family; what ``evolve`` keeps for them is
-bookkeeping — the open UNO windows (``exposed``, judged by :mod:`service.rules.uno`) and the Wild Draw
-Four waiting for its answer (``wd4``, judged by :mod:`service.rules.wild_draw_four`).
+bookkeeping — the open UNO windows (``exposed``, judged by :mod:`service.rules.uno`), the Wild Draw
+Four waiting for its answer (``wd4``, judged by :mod:`service.rules.wild_draw_four`), the draw penalty
+pending (``pending``, ``stackers``) and whether the top card may still be jumped on (``top_by``,
+``jumpable``), judged by :mod:`service.rules.house`.
 """
 
 from __future__ import annotations
@@ -30,19 +32,22 @@ from .events import (
     FlipReturned,
     GameCreated,
     GameEnded,
+    HandsRotated,
     HandsTraded,
+    JumpedIn,
     LauncherPressed,
     Passed,
     PileReshuffled,
     Prompted,
     RoundEnded,
     RoundStarted,
+    StackAccepted,
     UnoCalled,
     UnoCaught,
     Wd4Accepted,
     Wd4Challenged,
 )
-from .legality import trades_hands
+from .legality import PENALTIES, rotates_hands, stackable, trades_hands
 from .options import Options, Variant, deck_name
 from .violations import Rule
 
@@ -95,6 +100,10 @@ class State(NamedTuple):
     exposed: tuple[int, ...]  # the players whose UNO window is open (down to one card, no call), in order
     drawn: Card | None  # the card drawn this turn, while it may still be played
     wd4: Wd4Play | None
+    pending: int  # the draw penalty waiting for its answer: a W+4's 4, or a stacked total (house.stacking)
+    stackers: tuple[int, ...]  # who played the cards of the pending penalty, in order
+    top_by: int | None  # who played the top card (None for a flipped one)
+    jumpable: bool  # no turn action since the top card went down: it may be jumped on (house.jump-in)
     turn_owner: int | None  # who took the current turn
     previous: int | None  # who took the turn before (``mk.item.banana``)
     reshuffles: int  # per-round counters naming the seeded streams (see service.rules.fair)
@@ -138,6 +147,8 @@ _TURN, _AWAITING, _POINTER = _INDEX["turn"], _INDEX["awaiting"], _INDEX["pointer
 _DRAWN, _OWNER, _PREVIOUS = _INDEX["drawn"], _INDEX["turn_owner"], _INDEX["previous"]
 _HANDS, _DISCARD, _COLOUR = _INDEX["hands"], _INDEX["discard"], _INDEX["colour"]
 _EXPOSED, _WD4, _PILE = _INDEX["exposed"], _INDEX["wd4"], _INDEX["pile"]
+_PENDING, _STACKERS = _INDEX["pending"], _INDEX["stackers"]
+_TOP_BY, _JUMPABLE = _INDEX["top_by"], _INDEX["jumpable"]
 _W4 = Face.WILD_DRAW_FOUR
 
 
@@ -165,6 +176,10 @@ def new_state(event: GameCreated) -> State:
         exposed=(),
         drawn=None,
         wd4=None,
+        pending=0,
+        stackers=(),
+        top_by=None,
+        jumpable=False,
         turn_owner=None,
         previous=None,
         reshuffles=0,
@@ -270,6 +285,10 @@ def _round_started(state: State, event: RoundStarted) -> State:
         exposed=(),
         drawn=None,
         wd4=None,
+        pending=0,
+        stackers=(),
+        top_by=None,
+        jumpable=False,
         turn_owner=None,
         previous=None,
         reshuffles=0,
@@ -285,6 +304,8 @@ def _card_flipped(state: State, event: CardFlipped) -> State:
         pile=_take_from_pile(state, (event.card,)),
         discard=(*state.discard, event.card),
         colour=event.card.colour,
+        top_by=None,
+        jumpable=True,
     )
 
 
@@ -317,19 +338,35 @@ def _card_played(state: State, event: CardPlayed) -> State:
     values[_DISCARD] = state.discard + event.discarded + (card,)
     values[_COLOUR] = event.colour if card.is_wild else card.colour
     # A turn action: it closes every other window (``uno.catch``). The player's own opens when the play
-    # leaves one card once its own effects are done (``uno.call``): for a trade, the hand traded for.
+    # leaves one card once its own effects are done (``uno.call``): for a trade, the hand traded for; for
+    # a rotation, the hand passed on to the player.
+    options = state.options
     left = len(new_hand)
-    if left and event.target is not None and trades_hands(card, state.options):
+    if left and event.target is not None and trades_hands(card, options):
         left = len(state.hands[event.target])
+    elif left and rotates_hands(card, options):
+        left = len(state.hands[(seat - state.direction) % len(state.hands)])
     values[_EXPOSED] = (seat,) if left == 1 and not event.uno else ()
     values[_DRAWN] = None
     values[_WD4] = Wd4Play(seat, hand, state.colour, state.discard[-1]) if card.face is _W4 else None
+    # A W+4 always waits for its answer; another draw card waits only where something may stack on it.
+    penalty = PENALTIES.get(card.face, 0)
+    if penalty and (card.face is _W4 or stackable(card.face, options.stacking)):
+        values[_PENDING] = state.pending + penalty
+        values[_STACKERS] = (*state.stackers, seat) if state.pending else (seat,)
+    elif state.pending:
+        values[_PENDING], values[_STACKERS] = 0, ()  # a table that played on, ignoring the penalty
+    values[_TOP_BY] = seat
+    values[_JUMPABLE] = True
+    if seat != state.turn_owner:  # a play out of the turn's order (a stack, a jump-in) takes the turn
+        values[_PREVIOUS] = state.turn_owner
+        values[_OWNER] = seat
     return tuple.__new__(State, values)
 
 
 def _card_drawn(state: State, event: CardDrawn) -> State:
     # A turn action of the drawer, who holds more than one card after it: no window stays open.
-    return _to_hand(state, event.player, (event.card,), drawn=event.card, exposed=())
+    return _to_hand(state, event.player, (event.card,), drawn=event.card, exposed=(), jumpable=False)
 
 
 def _cards_taken(state: State, event: CardsTaken) -> State:
@@ -339,7 +376,9 @@ def _cards_taken(state: State, event: CardsTaken) -> State:
 def _launcher_pressed(state: State, event: LauncherPressed) -> State:
     if event.cause is Rule.ATTACK_LAUNCHER:  # a turn action; an empty press leaves the presser's window
         kept = () if event.cards else _kept(state.exposed, event.player)
-        return _to_hand(state, event.player, event.cards, presses=state.presses + 1, exposed=kept)
+        return _to_hand(
+            state, event.player, event.cards, presses=state.presses + 1, exposed=kept, jumpable=False
+        )
     return _to_hand(state, event.player, event.cards, presses=state.presses + 1)
 
 
@@ -361,6 +400,23 @@ def _hands_traded(state: State, event: HandsTraded) -> State:
     return _with(state, hands=tuple(hands), exposed=exposed)
 
 
+def _hands_rotated(state: State, event: HandsRotated) -> State:
+    n = len(state.hands)
+    hands = tuple(state.hands[(seat - state.direction) % n] for seat in range(n))
+    # The player's window was settled by the play (it counted the hand passed on to them); everyone else
+    # left with one card by the rotation must call, from this play on (``uno.call``).
+    player = event.player
+    kept = (player,) if player in state.exposed else ()
+    exposed = kept + tuple(
+        seat for seat in (state.next_seat(player, k) for k in range(1, n)) if len(hands[seat]) == 1
+    )
+    return _with(state, hands=hands, exposed=exposed)
+
+
+def _jumped_in(state: State, event: JumpedIn) -> State:
+    return _with(state, turn=event.player, awaiting=Awaiting.PLAY, pointer=None, drawn=None)
+
+
 def _uno_called(state: State, event: UnoCalled) -> State:
     if event.player not in state.exposed:
         return state
@@ -371,8 +427,16 @@ def _uno_caught(state: State, event: UnoCaught) -> State:
     return _with(state, exposed=_closed(state.exposed, event.target))
 
 
-def _turn_action_closing(state: State, event: Passed | Wd4Accepted | Wd4Challenged) -> State:
-    return _with(state, exposed=_kept(state.exposed, event.player), drawn=None, wd4=None)
+def _turn_action_closing(state: State, event: Passed | Wd4Accepted | Wd4Challenged | StackAccepted) -> State:
+    return _with(
+        state,
+        exposed=_kept(state.exposed, event.player),
+        drawn=None,
+        wd4=None,
+        pending=0,
+        stackers=(),
+        jumpable=False,
+    )
 
 
 def on_prompted(state: State, event: Prompted) -> State:
@@ -401,6 +465,9 @@ def _round_ended(state: State, event: RoundEnded) -> State:
         awaiting=Awaiting.ROUND_START,
         exposed=(),
         wd4=None,
+        pending=0,
+        stackers=(),
+        jumpable=False,
         drawn=None,
         pointer=None,
     )
@@ -430,6 +497,9 @@ HANDLERS: dict[type, Callable[[State, Any], State]] = {
     DirectionReversed: _direction_reversed,
     ColourChosen: _colour_chosen,
     HandsTraded: _hands_traded,
+    HandsRotated: _hands_rotated,
+    JumpedIn: _jumped_in,
+    StackAccepted: _turn_action_closing,
     UnoCalled: _uno_called,
     UnoCaught: _uno_caught,
     Wd4Accepted: _turn_action_closing,

@@ -7,14 +7,15 @@ name, ``draw.one``, ``draw.pass``, ``turn.end``, and the press that is UNO Attac
 its rule set's effect (``RuleSet.effects``), and what a draw, press or pass means is its ``taking``
 (:mod:`service.rules.rule_sets`); an UNO call made with a play is :mod:`service.rules.uno`'s; the
 follow-up after an UNO Attack S or R is :mod:`service.rules.attack`'s; a Wild Draw Four waiting for its
-answer is :mod:`service.rules.wild_draw_four`'s.
+answer is :mod:`service.rules.wild_draw_four`'s; where a house rule changes a turn (a stack, a jump-in, a
+7 or 0 that moves hands, drawing to a match, forced play) :mod:`service.rules.house` says how.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from . import attack, classic, uno, wild_draw_four
+from . import attack, classic, house, uno, wild_draw_four
 from .cards import Card, Face
 from .commands import Choose, Draw, Pass, Play, Press
 from .engine import Act, Played
@@ -31,13 +32,14 @@ _TARGET_RULE = MappingProxyType(
         Face.TRADE_HANDS: Rule.ATTACK_TRADE_HANDS,
         Face.WILD_CUSTOMIZABLE: Rule.ATTACK_CUSTOMIZABLE,
         Face.WILD_ITEM_BOX: Rule.MK_ITEM_GREEN_SHELL,  # a target named in advance, for a Green Shell
+        Face.SEVEN: Rule.HOUSE_SEVEN_O,  # the player to swap hands with
     }
 )
 
 
 def not_your_turn(state: State, seat: int) -> Violation | None:
     """``turn.order``: the game waits for someone else, or for something other than a turn."""
-    unanswered = wild_draw_four.unanswered(state)
+    unanswered = wild_draw_four.unanswered(state) or house.unanswered_stack(state)
     if unanswered is not None:
         return unanswered
     waiting = state.players[state.turn]
@@ -54,16 +56,23 @@ def not_your_turn(state: State, seat: int) -> Violation | None:
 
 
 def check_play(state: State, command: Play) -> Violation | None:
-    """A play: in turn (or as the follow-up), a held card that matches, with its colour and target."""
+    """A play: in turn (or as the follow-up, a stack, a jump-in), a held card that matches, with its
+    colour and target."""
     player, card = command.player, command.card
     if command.target is not None:
         require_seat(command.target, state.size, "target")
     awaiting = state.awaiting
-    if player != state.turn or (awaiting is not Awaiting.PLAY and awaiting is not Awaiting.FOLLOW_UP):
+    if command.jump_in:
+        violation = house.check_jump_in(state, command)
+    elif awaiting is Awaiting.STACK or awaiting is Awaiting.WD4_RESPONSE:
+        violation = house.check_stack(state, command, wild_draw_four.unanswered(state))
+    elif player != state.turn or (awaiting is not Awaiting.PLAY and awaiting is not Awaiting.FOLLOW_UP):
         violation = not_your_turn(state, player)
-        if violation is not None:
-            return violation
-    if awaiting is Awaiting.DRAWN and card is not state.drawn:
+    else:
+        violation = None
+    if violation is not None:
+        return violation
+    if awaiting is Awaiting.DRAWN and not command.jump_in and card is not state.drawn:
         assert state.drawn is not None
         return Violation(
             Rule.DRAW_ONE, f"after drawing, only the drawn {state.drawn} may be played, not {card}"
@@ -79,32 +88,37 @@ def check_play(state: State, command: Play) -> Violation | None:
         return Violation(Rule.PLAY_WILD_COLOUR, f"{card} needs a chosen colour (R, Y, G or B)")
     if not takes_colour and command.colour is not None:
         return Violation(Rule.PLAY_WILD_COLOUR, f"{card} takes no chosen colour")
+    held = len(state.hands[player])
     if command.target == player:
-        return Violation(_TARGET_RULE.get(card.face, Rule.TURN_ORDER), f"{card} must name another player")
-    if command.target is None and _needs_target(card, state):
+        rule = _TARGET_RULE.get(card.face, Rule.TURN_ORDER)
+        if rule is Rule.HOUSE_SEVEN_O and not state.options.seven_o:
+            rule = Rule.TURN_ORDER
+        return Violation(rule, f"{card} must name another player")
+    if command.target is None and _needs_target(card, state, held):
         return Violation(_TARGET_RULE[card.face], f"{card} must name the player it targets")
     return uno.check_call_with_play(state, command) if command.uno else None
 
 
-def _needs_target(card: Card, state: State) -> bool:
-    """Whether playing ``card`` must name another player (Attack-Attack, Trade Hands, a customizable)."""
-    return (
-        card.number is None
-        and card.face in _TARGET_RULE
-        and names_target(card.face, state.options.custom_action)
-    )
+def _needs_target(card: Card, state: State, held: int) -> bool:
+    """Whether playing ``card`` from a hand of ``held`` cards must name another player (Attack-Attack,
+    Trade Hands, a customizable; a 7 that swaps hands under ``house.seven-o``)."""
+    if card.number is not None:
+        return house.needs_swap_target(card, state, held)
+    return card.face in _TARGET_RULE and names_target(card.face, state.options.custom_action)
 
 
 def resolve_play(act: Act, command: Play) -> None:
     """The card goes down (with a Discard All's extra discards), then its rule set's effect runs; a
     player who went out wins the round once a pending target is named (``round.end``)."""
-    s = act.state
     player, card = command.player, command.card
-    hand = s.hands[player]
-    if card not in hand:
+    if card not in act.state.hands[player]:
         raise Impossible(Rule.PLAY_IN_HAND, f"{act.name(player)} does not hold {card}")
-    if command.target is None and card.number is None and _needs_target(card, s):
+    if command.target is None and card.number is None and _needs_target(card, act.state, 0):
         raise Impossible(_TARGET_RULE[card.face], f"{card} names no player")
+    if command.jump_in:
+        house.jump_in(act, command)
+    s = act.state
+    hand = s.hands[player]
     # A play at an UNO Attack follow-up chance counts from where the S or R pointed (most plays are not).
     follow_up = attack.follow_up_origin(s, player) if s.awaiting is Awaiting.FOLLOW_UP else None
     if follow_up is not None:
@@ -113,6 +127,7 @@ def resolve_play(act: Act, command: Play) -> None:
     extras = discard_all_extras(hand, card) if card.face is Face.DISCARD_ALL else ()
     act.emit(CardPlayed(player, card, colour, command.uno, command.target, extras))
     going_out = not act.state.hands[player]
+    house.seven_o(act, command, going_out)
     effect = RULE_SETS[s.variant].effects.get(card.face, classic.next_turn)
     origin = player if follow_up is None else follow_up
     effect(act, Played(command, origin, going_out, follow_up is not None))
@@ -133,7 +148,7 @@ def check_draw(state: State, command: Draw) -> Violation | None:
     if taking.action is not Draw:
         return taking.other_action
     if state.awaiting is Awaiting.PLAY and player == state.turn:
-        return None
+        return house.check_draw_to_match(state, command)
     if state.awaiting is Awaiting.DRAWN and player == state.turn:
         return Violation(Rule.TURN_END, f"{state.players[player]} already drew this turn")
     return not_your_turn(state, player)
@@ -141,9 +156,12 @@ def check_draw(state: State, command: Draw) -> Violation | None:
 
 def resolve_draw(act: Act, command: Draw) -> None:
     """``draw.one``: a playable drawn card may be played at once; otherwise the turn ends. With nothing
-    left to draw anywhere the draw is forfeited (``draw.reshuffle``) and the turn ends."""
+    left to draw anywhere the draw is forfeited (``draw.reshuffle``) and the turn ends. Under
+    ``house.draw-to-match`` the one draw goes on until a playable card comes (or nothing is left)."""
     player = command.player
     drawn = act.draw_one(player)
+    while drawn is not None and house.draws_on(act.state, drawn) and act.can_draw(player):
+        drawn = act.draw_one(player)
     s = act.state
     if drawn is None:
         act.emit(Passed(player))
@@ -157,7 +175,7 @@ def resolve_draw(act: Act, command: Draw) -> None:
 def check_pass(state: State, command: Pass) -> Violation | None:
     """``draw.pass``: only a drawn card (or an UNO Attack follow-up chance) can be passed on."""
     if state.awaiting in (Awaiting.DRAWN, Awaiting.FOLLOW_UP) and command.player == state.turn:
-        return None
+        return house.check_force_play(state, command)
     violation = not_your_turn(state, command.player)
     if violation is not None:
         return violation

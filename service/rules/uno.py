@@ -26,9 +26,11 @@ PENALTY = 2
 
 def check_call_with_play(state: State, command: Play) -> Violation | None:
     """``uno.call``: a play may call UNO only when it leaves its player one card, counted after the
-    play's own effects on the hand (a Discard All's extra discards, the hand a trade gives)."""
+    play's own effects on the hand (a Discard All's extra discards, the hand a trade gives, the hand
+    passed on by a rotation)."""
     traded = len(state.hands[command.target]) if command.target is not None else None
-    left = cards_left(state.hands[command.player], command.card, state.options, traded)
+    passed = len(state.hands[state.next_seat(command.player, -1)])  # a 0 under house.seven-o
+    left = cards_left(state.hands[command.player], command.card, state.options, traded, passed)
     if left != 1:
         name = state.players[command.player]
         return Violation(Rule.UNO_CALL, f"{name} calls UNO with {command.card} but will hold {left} cards")

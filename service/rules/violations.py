@@ -17,6 +17,7 @@ class Rule(enum.Enum):
 
     DECK_COMPOSITION = "deck.composition"
     SETUP_PLAYERS = "setup.players"
+    SETUP_OPTIONS = "setup.options"
     SETUP_DEALER = "setup.dealer"
     SETUP_DEAL = "setup.deal"
     SETUP_FIRST_CARD = "setup.first-card"
@@ -64,6 +65,12 @@ class Rule(enum.Enum):
     SCORE_ROUND = "score.round"
     SCORE_MATCH = "score.match"
     FAIR_COMMIT = "fair.commit"
+    HOUSE_STACKING = "house.stacking"
+    HOUSE_JUMP_IN = "house.jump-in"
+    HOUSE_SEVEN_O = "house.seven-o"
+    HOUSE_DRAW_TO_MATCH = "house.draw-to-match"
+    HOUSE_FORCE_PLAY = "house.force-play"
+    HOUSE_WD4_ANY_TIME = "house.wd4-any-time"
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,25 +34,9 @@ def test_scenarios_name_only_known_rule_ids() -> None:
     assert set(covered) <= known, sorted(set(covered) - known)
 
 
-#: Digest ids the engine does not enforce yet: the house rules of docs/RULES.md §9, and ``setup.options``,
-#: the rule id a refused option will carry once options are judged as a rule (today they are refused as
-#: invalid input). They join the enum, with scenarios, when they are built.
-NOT_YET_ENFORCED = {
-    "setup.options",
-    "house.stacking",
-    "house.jump-in",
-    "house.seven-o",
-    "house.draw-to-match",
-    "house.force-play",
-    "house.wd4-any-time",
-}
-
-
 def test_the_digest_and_the_rule_enum_name_the_same_ids() -> None:
     ids = set(RULE_ID.findall(DIGEST.read_text(encoding="utf-8")))
     enum = {rule.value for rule in Rule}
-    assert sorted(ids - enum - NOT_YET_ENFORCED) == [], "in the digest but not the Rule enum"
-    assert ids >= NOT_YET_ENFORCED, "the digest no longer names an id listed as not yet enforced"
-    assert not NOT_YET_ENFORCED & enum, "an enforced id is still listed as not yet enforced"
+    assert sorted(ids - enum) == [], "in the digest but not the Rule enum"
     assert sorted(enum - ids) == [], "in the Rule enum but not the digest"
-    assert len(enum) == 49
+    assert len(enum) == 56
