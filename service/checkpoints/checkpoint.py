@@ -173,16 +173,18 @@ def open_checkpoint(
     witnesses of ``witnesses``.
 
     A witness counts once however many of its signatures the note carries, and however many of its
-    keys (by name) are trusted: a threshold counts independent parties, not keys. A key given as both
-    a service key and a witness key counts as the service's only. Any signature by a known key that
-    does not verify refuses the whole note. Raises :class:`~service.checkpoints.note.NoteError` (or
-    :class:`CheckpointError`) for a malformed note, :class:`UnverifiedNoteError` without a valid
-    service signature, :class:`InvalidSignatureError`, or :class:`ThresholdError`.
+    keys (by name) are trusted: a threshold counts independent parties, not keys. A witness key under
+    a name of the service's keys is ignored: the service never witnesses itself. Any signature by a
+    known key that does not verify refuses the whole note. Raises
+    :class:`~service.checkpoints.note.NoteError` (or :class:`CheckpointError`) for a malformed note,
+    :class:`UnverifiedNoteError` without a valid service signature, :class:`InvalidSignatureError`, or
+    :class:`ThresholdError`.
     """
     if threshold < 0:
         raise ValueError("a witness threshold is 0 or more")
     logs = known_keys(log_keys)
-    trusted = {key: verifier for key, verifier in known_keys(witnesses).items() if key not in logs}
+    log_names = {name for name, _ in logs}
+    trusted = {key: verifier for key, verifier in known_keys(witnesses).items() if key[0] not in log_names}
     opened = open_note(note, [*logs.values(), *trusted.values()])
     checkpoint = Checkpoint.parse(opened.text)
     by_log = tuple(sig for sig in opened.verified if sig.key in logs)

@@ -169,6 +169,10 @@ def test_the_services_own_key_is_no_witness_and_untrusted_witnesses_do_not_count
         )
     receipt = open_checkpoint(note, [SERVICE_KEY.verifier], witnesses=[WITNESSES[1].verifier])
     assert [sig.name for sig in receipt.unverified] == ["witness-0.example"]
+    # Nor does another key of the service's, passed as a witness (an older or a newer one).
+    both = cosign(receipt_note(), ROTATED_KEY, [SERVICE_KEY.verifier])
+    with pytest.raises(ThresholdError):
+        open_checkpoint(both, [SERVICE_KEY.verifier], witnesses=[ROTATED_KEY.verifier], threshold=1)
 
 
 def test_a_forged_witness_signature_refuses_the_note() -> None:
