@@ -29,12 +29,13 @@ class ServiceError(Exception):
 
 
 class InvalidInput(ServiceError):
-    """A malformed request: ``field`` names what is wrong (the message starts with it)."""
+    """A malformed request: ``field`` names what is wrong (the message starts with it). ``reason`` is
+    ``INVALID_ARGUMENT`` unless a rule id says more (``setup.options`` for an option the rules refuse)."""
 
     default_reason = "INVALID_ARGUMENT"
 
-    def __init__(self, field: str, message: str, **metadata: str) -> None:
-        super().__init__(f"{field}: {message}", field=field, **metadata)
+    def __init__(self, field: str, message: str, *, reason: str | None = None, **metadata: str) -> None:
+        super().__init__(f"{field}: {message}", reason=reason, field=field, **metadata)
         self.field = field
         self.detail = message
 

@@ -37,6 +37,7 @@ from service.rules.events import Awaiting
 from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
 from service.rules.setup import valid_name
+from service.rules.violations import Rule
 from service.store import Cursor, EventStore
 
 from . import errors
@@ -89,6 +90,13 @@ def _options(options: struct_pb2.Struct) -> dict[str, Any]:
         return {k: _plain(v) for k, v in dict(options).items()}
     except ValueError:  # a protobuf Value with no kind set, at any depth
         raise InvalidInput("options", "every option needs a value (a number, text, true/false)") from None
+
+
+def _option_refused(bad: OptionError) -> InvalidInput:
+    """``setup.options``: an unknown option, a bad value, or a house rule the rule set does not take,
+    named as the field ``options.<name>`` (``options`` alone when the rules name no option)."""
+    field = "options" if bad.option is None else f"options.{bad.option}"
+    return InvalidInput(field, str(bad), reason=Rule.SETUP_OPTIONS.value)
 
 
 def _depth(value: struct_pb2.Struct | struct_pb2.ListValue) -> int:
@@ -216,7 +224,8 @@ def _start_round(request: pb.StartRoundRequest, actor: int | str) -> cmd.Command
 def _play(request: pb.PlayRequest, seat: int | str) -> cmd.Command:
     assert isinstance(seat, int)
     target = request.target if request.HasField("target") else None
-    return cmd.Play(seat, _card(request.card, "card"), _colour(request.colour, "colour"), request.uno, target)
+    card, colour = _card(request.card, "card"), _colour(request.colour, "colour")
+    return cmd.Play(seat, card, colour, request.uno, target, jump_in=request.jump_in)
 
 
 def _choose(request: pb.ChooseRequest, seat: int | str) -> cmd.Command:
@@ -287,7 +296,7 @@ class GameService(pb_grpc.GameServiceServicer):
             try:
                 options = make_options(variant, given)
             except OptionError as bad:
-                raise InvalidInput("options", str(bad)) from None
+                raise _option_refused(bad) from None
             limits.optional_identifier(request.tournament_id, "tournament_id")
             limits.count(request.players, "players", limits.MAX_PLAYERS)
             for seat, name in enumerate(request.players):

@@ -9,6 +9,14 @@ of a round (they are laid down), the seed once ``GameEnded`` reveals it. What is
 a card drawn or fired at a player (theirs only), any pile order, the offender's hand shown for a
 Wild Draw Four challenge (the challenger's only), and the hand in a dispute ruling's evidence (the
 adjudicator's only).
+
+Every game event type is listed once, in :data:`_REDACTIONS` (what it hides) or in :data:`PUBLIC` (it
+names seats, counts and face-up cards only, so everyone may read it whole): a new type must be placed in
+one or the other (``tests/api/test_house_rules.py`` holds the catalogue's game events to that). The house
+rules' events are public: ``JumpedIn`` and ``HandsRotated`` name a seat, ``StackAccepted`` a seat and a
+total (its cards follow as ``CardsTaken`` or ``LauncherPressed``, redacted as ever), and a seven-o swap
+is a ``HandsTraded`` naming two seats. None moves a card into view: after a swap or a rotation a seat's
+view shows the hand it now holds, as folded by the rules, and nothing of anyone else's.
 """
 
 from __future__ import annotations
@@ -91,6 +99,29 @@ def _ruling(payload: Payload, caller: Caller, players: int) -> Payload:
     return {**payload, "evidence": evidence}
 
 
+#: The stored types that hide nothing: seats, counts, directions, colours, and cards face up for everyone.
+PUBLIC: frozenset[str] = frozenset(
+    type_name(kind)
+    for kind in (
+        ev.DealerDrawn,
+        ev.CardFlipped,
+        ev.CardPlayed,
+        ev.Passed,
+        ev.DirectionReversed,
+        ev.ColourChosen,
+        ev.HandsTraded,
+        ev.HandsRotated,
+        ev.JumpedIn,
+        ev.StackAccepted,
+        ev.UnoCalled,
+        ev.UnoCaught,
+        ev.Wd4Accepted,
+        ev.Prompted,
+        ev.RoundEnded,
+        ev.GameEnded,
+    )
+)
+
 _REDACTIONS: dict[str, Callable[[Payload, Caller, int], Payload]] = {
     type_name(ev.GameCreated): _created,
     type_name(ev.RoundStarted): _round_started,
@@ -146,6 +177,8 @@ def game_view(
         and (caller.admin or caller.seat == state.turn)
     ):
         drawn = state.drawn.token
+    house_rules = struct_pb2.Struct()
+    house_rules.update(state.options.house_rules())
     return pb.GameView(
         game_id=game_id,
         variant=VARIANTS[state.variant],
@@ -170,4 +203,6 @@ def game_view(
         seed_sha256=state.seed_sha256 or "",
         tournament_id=tournament_id,
         drawn=drawn,
+        pending_draw=state.pending,
+        house_rules=house_rules,
     )

@@ -32,6 +32,8 @@ pytestmark = pytest.mark.timeout(60)
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 RULE = grpc.StatusCode.FAILED_PRECONDITION
+#: ErrorInfo.reason of an option the rules refuse (an unknown one, a bad value, an unsupported house rule).
+OPTIONS = "setup.options"
 LONG = "x" * 129
 # Dealer 0; seat 1 starts on R5 holding R1 G3 W Y7 Y8 G5 B2; seat 2 holds no card seat 1 holds.
 HANDS = {
@@ -274,14 +276,48 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("a 65-character name", create(players=["a", "b" * 65]), INVALID, "players[1]"),
             Case("a NUL in a name", create(players=["a", "b\x00"]), INVALID, "players[1]"),
             Case("a line break in a name", create(players=["a", "b\nc"]), INVALID, "players[1]"),
-            Case("unknown option", create(options={"house_rule": True}), INVALID, "options"),
-            Case("an option without a value", kindless("target_score"), INVALID, "options"),
+            Case(
+                "unknown option", create(options={"house_rule": True}), INVALID, "options.house_rule", OPTIONS
+            ),
+            Case(
+                "an option without a value", kindless("target_score"), INVALID, "options", "INVALID_ARGUMENT"
+            ),
             Case("a list holding no value", kindless("launcher_weights", in_list=True), INVALID, "options"),
-            Case("bad option type", create(options={"single_round": "yes"}), INVALID, "options"),
-            Case("option out of range", create(options={"target_score": 0}), INVALID, "options"),
-            Case("fractional option", create(options={"target_score": 1.5}), INVALID, "options"),
-            Case("bad option choice", create(options={"dealer_selection": "vote"}), INVALID, "options"),
-            Case("33 options", create(options={f"o{i}": 1 for i in range(33)}), INVALID, "options"),
+            Case(
+                "bad option type",
+                create(options={"single_round": "yes"}),
+                INVALID,
+                "options.single_round",
+                OPTIONS,
+            ),
+            Case(
+                "option out of range",
+                create(options={"target_score": 0}),
+                INVALID,
+                "options.target_score",
+                OPTIONS,
+            ),
+            Case(
+                "fractional option",
+                create(options={"target_score": 1.5}),
+                INVALID,
+                "options.target_score",
+                OPTIONS,
+            ),
+            Case(
+                "bad option choice",
+                create(options={"dealer_selection": "vote"}),
+                INVALID,
+                "options.dealer_selection",
+                OPTIONS,
+            ),
+            Case(
+                "33 options",
+                create(options={f"o{i}": 1 for i in range(33)}),
+                INVALID,
+                "options",
+                "INVALID_ARGUMENT",
+            ),
             Case("a 65-character option name", create(options={"o" * 65: 1}), INVALID, "options"),
             Case("a control character in an option name", create(options={"a\x01": 1}), INVALID, "options"),
             Case("options nested 5 deep", create(options={"x": [[[[1]]]]}), INVALID, "options"),
@@ -289,8 +325,8 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("a NUL in a tournament id", create(tournament_id="t\x00"), INVALID, "tournament_id"),
             Case("a 17-character card", create(ADMIN, fixed_deck=["R1" * 9]), INVALID, "fixed_deck[0]"),
             Case("a 257-card fixed deck", create(ADMIN, fixed_deck=["R1"] * 257), INVALID, "fixed_deck"),
-            Case("target_score zero", create(target_score=0), INVALID, "options"),
-            Case("target_score negative", create(target_score=-5), INVALID, "options"),
+            Case("target_score zero", create(target_score=0), INVALID, "options.target_score", OPTIONS),
+            Case("target_score negative", create(target_score=-5), INVALID, "options.target_score", OPTIONS),
             Case("dealer out of range", create(dealer=3), INVALID, "dealer"),
             Case("negative dealer", create(dealer=-1), INVALID, "dealer"),
             Case("long tournament_id", create(tournament_id=LONG), INVALID, "tournament_id"),

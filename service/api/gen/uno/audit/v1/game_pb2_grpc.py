@@ -154,7 +154,8 @@ class GameServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Play(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Play a card: in turn, as a stack on a pending draw penalty, or out of turn as a jump-in (jump_in).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -196,7 +197,8 @@ class GameServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Accept(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Take the pending draw penalty: a Wild Draw Four's 4 cards, or a stacked total (house rule stacking).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
