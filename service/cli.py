@@ -1,8 +1,11 @@
 """The ``uno-audit`` command line.
 
-* ``uno-audit simulate --variant V --players N --games G --seed S [--json] [--records DIR]
-  [--record-mode seed|deck|hands]``: bots play complete games in-process with the rules' invariants
-  checked, and may write them as records in any of the three modes; exit 1 if an invariant breaks.
+* ``uno-audit simulate --variant V --players N --games G --seed S [--option NAME=VALUE ...] [--json]
+  [--records DIR] [--record-mode seed|deck|hands]``: bots play complete games in-process with the rules'
+  invariants checked, and may write them as records in any of the three modes; exit 1 if an invariant
+  breaks. ``--option`` sets a rule option (a house rule: ``stacking=any``, ``jump_in=true``; the value
+  is read as JSON, else as a string); ``--every-house-rule`` plays every house-rule combination the rule
+  set supports at every table size from 2 to 10, ``--games`` games each.
 * ``uno-audit verify --record FILE|- [--json]``: replay and adjudicate a game record offline (``-``: read
   it from standard input); exit 0 when valid, 1 when it has violations, 2 when it cannot be read.
 * ``uno-audit verify --game ID [--json] [--reveal-seed] [--no-projections] [--database-url DSN]``: a
@@ -97,8 +100,8 @@ from service.audit.record import write_record
 from service.audit.render import render
 from service.audit.verify import verify_record
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, progress_bar
-from service.play.simulate import InvariantError, play_game
-from service.rules.options import OptionError, Variant
+from service.play.simulate import STALL_REPEATS, InvariantError, house_rule_combinations, play_game
+from service.rules.options import OptionError, Variant, make_options
 from service.store.migrate import SERVICE_LOGIN
 
 if TYPE_CHECKING:  # the command line imports gRPC only in the commands that use it
@@ -217,6 +220,18 @@ def _variant(name: str) -> Variant:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _option(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE``, a rule option: the value is read as JSON (``true``, ``500``, ``[1, 2]``), and as a
+    plain string when it is not JSON (``stacking=any``). Whether the option exists is the rules' to say."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    try:
+        return name, json.loads(value)
+    except ValueError:
+        return name, value
+
+
 def _bounded(low: int, high: int) -> Any:
     def parse(text: str) -> int:
         try:
@@ -274,6 +289,20 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--games", type=_bounded(1, 1_000_000), default=1, help="games to play")
     simulate.add_argument(
         "--seed", type=_bounded(0, 2**63 - 1), default=0, help="the first game's seed (the next: +1, ...)"
+    )
+    simulate.add_argument(
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a rule option, e.g. stacking=any or jump_in=true (repeat for several)",
+    )
+    simulate.add_argument(
+        "--every-house-rule",
+        action="store_true",
+        help="play every house-rule combination the rule set supports at 2 to 10 players, "
+        "--games games each (--players is ignored)",
     )
     simulate.add_argument("--json", action="store_true", help="print one JSON object")
     simulate.add_argument("--records", type=Path, help="write each game as a game record into this folder")
@@ -947,6 +976,13 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    given = dict(args.option)
+    tables = _tables(args.variant, args.players, given, args.every_house_rule)
+    try:
+        settings = [(players, make_options(args.variant, options)) for players, options in tables]
+    except OptionError as error:
+        print(f"uno-audit simulate: setup.options: {error}", file=sys.stderr)
+        return EXIT_USAGE
     if args.records is not None:
         try:
             args.records.mkdir(parents=True, exist_ok=True)
@@ -954,45 +990,80 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"uno-audit simulate: cannot write records to {args.records}: {error}", file=sys.stderr)
             return EXIT_USAGE
     rounds = moves = events = 0
+    stalled: list[int] = []
+    total = args.games * len(settings)
     started = time.perf_counter()
-    with progress_bar(args.games, "games", "game") as bar:
-        for index in range(args.games):
+    with progress_bar(total, "games", "game") as bar:
+        for index in range(total):
             seed = args.seed + index
+            players, options = settings[index % len(settings)]
             try:
-                game = play_game(args.variant, args.players, seed)
+                game = play_game(args.variant, players, seed, options=options)
             except InvariantError as error:
                 bar.close()  # its line first, then the error on a line of its own
-                print(f"uno-audit simulate: game {index + 1} (seed {seed}): {error}", file=sys.stderr)
+                house = json.dumps(options.house_rules())
+                print(
+                    f"uno-audit simulate: game {index + 1} (seed {seed}, {players} players, house rules "
+                    f"{house}): {error}",
+                    file=sys.stderr,
+                )
                 return EXIT_INVALID
             rounds += game.rounds
             moves += len(game.steps)
             events += len(game.events)
+            if game.stalled:
+                stalled.append(seed)
             if args.records is not None:
-                name = f"{args.variant.value}-{args.players}p-seed{seed}.jsonl"
+                name = f"{args.variant.value}-{players}p-seed{seed}.jsonl"
                 record = record_from_game(game, RecordMode(args.record_mode))
                 (args.records / name).write_text(write_record(record), encoding="utf-8")
             bar.update(1)
     seconds = time.perf_counter() - started
     summary = {
         "variant": args.variant.value,
-        "players": args.players,
-        "games": args.games,
+        "players": args.players if not args.every_house_rule else "2-10",
+        "games": total,
+        "house_rule_combinations": len({json.dumps(o.house_rules(), sort_keys=True) for _, o in settings}),
         "rounds": rounds,
         "moves": moves,
         "events": events,
         "seconds": round(seconds, 3),
         "moves_per_second": round(moves / seconds) if seconds > 0 else None,
         "invariants": "held",
+        "stalled_seeds": stalled,
     }
     if args.json:
         print(json.dumps(summary))
     else:
+        combinations = summary["house_rule_combinations"]
         print(
-            f"{args.games} {args.variant.value} games of {args.players}: {rounds} rounds, {moves} moves, "
+            f"{total} {args.variant.value} games of {summary['players']} ({combinations} house-rule "
+            f"combination{'s' if combinations != 1 else ''}): {rounds} rounds, {moves} moves, "
             f"{events} events in {seconds:.2f} s ({summary['moves_per_second']} moves/s); "
             "card conservation and fold(events) == state held throughout"
         )
+        if stalled:
+            seeds = ", ".join(str(seed) for seed in stalled)
+            print(
+                f"{len(stalled)} game{'s' if len(stalled) != 1 else ''} stopped in a cycle of positions "
+                f"repeating {STALL_REPEATS} times, which the players could not leave (seeds {seeds})"
+            )
     return EXIT_OK
+
+
+def _tables(
+    variant: Variant, players: int, given: dict[str, Any], every_house_rule: bool
+) -> list[tuple[int, dict[str, Any]]]:
+    """The (players, options) of the tables ``simulate`` plays in turn: one, or with
+    ``every_house_rule`` every house-rule combination at every size from 2 to 10 (the given options
+    apply to all of them; a house rule given is overridden by the combination)."""
+    if not every_house_rule:
+        return [(players, given)]
+    return [
+        (size, {**given, **combination})
+        for combination in house_rule_combinations(variant)
+        for size in range(2, 11)
+    ]
 
 
 def _verify(args: argparse.Namespace) -> int:

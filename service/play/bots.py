@@ -2,9 +2,11 @@
 
 Both make every kind of decision the rules ask for — play, draw, pass, press, choose a colour or a
 target, accept or challenge a Wild Draw Four — and the table talk around it: calling UNO (and forgetting
-to, at a set rate), calling it late, and catching others. A bot only proposes commands; the decider
-judges them like anyone else's. Bots draw their choices from their own :class:`random.Random`, never
-from the game's seed, so they cannot learn hidden cards.
+to, at a set rate), calling it late, and catching others. Where the game's house rules allow it they
+stack on a pending draw penalty, jump in with an identical card, name a player to swap with on a 7, play
+a drawn card they must, and never challenge a Wild Draw Four that may be played at any time. A bot only
+proposes commands; the decider judges them like anyone else's. Bots draw their choices from their own
+:class:`random.Random`, never from the game's seed, so they cannot learn hidden cards.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from dataclasses import dataclass
 from service.rules.cards import Card, Colour, Face
 from service.rules.commands import Accept, CallUno, Catch, Challenge, Choose, Command, Pass, Play
 from service.rules.events import Awaiting
-from service.rules.legality import cards_left, names_target, playable_cards, wd4_matching
+from service.rules.legality import (
+    cards_left,
+    names_target,
+    playable_cards,
+    stacks_on,
+    wd4_matching,
+)
 from service.rules.rule_sets import RULE_SETS
 from service.rules.state import State
 
@@ -34,6 +42,8 @@ class Habits:
     challenge: float = 0.3  # challenges a Wild Draw Four
     play_drawn: float = 0.8  # plays a playable drawn card
     follow_up: float = 0.7  # takes an UNO Attack follow-up chance
+    stack: float = 0.8  # stacks on a pending draw penalty when it can (house.stacking)
+    jump_in: float = 0.5  # jumps in with an identical card when it notices (house.jump-in)
 
 
 class RandomBot:
@@ -53,7 +63,7 @@ class RandomBot:
             return self.turn(state, seat)
         if awaiting is Awaiting.DRAWN:
             assert state.drawn is not None
-            if self.rng.random() < self.habits.play_drawn:
+            if state.options.force_play or self.rng.random() < self.habits.play_drawn:
                 return self.play(state, seat, state.drawn)
             return Pass(seat)
         if awaiting is Awaiting.FOLLOW_UP:
@@ -61,7 +71,12 @@ class RandomBot:
             if options and self.rng.random() < self.habits.follow_up:
                 return self.play(state, seat, self.pick_card(state, seat, options))
             return Pass(seat)
-        if awaiting is Awaiting.WD4_RESPONSE:
+        if awaiting is Awaiting.WD4_RESPONSE or awaiting is Awaiting.STACK:
+            stack = self.stack(state, seat)
+            if stack is not None:
+                return stack
+            if awaiting is Awaiting.STACK or state.options.wd4_any_time:
+                return Accept(seat)
             return Challenge(seat) if self.wants_challenge(state, seat) else Accept(seat)
         if awaiting is Awaiting.COLOUR:
             return Choose(seat, colour=self.pick_colour(state, seat))
@@ -77,6 +92,25 @@ class RandomBot:
             return self.play(state, seat, options[pick])
         return RULE_SETS[state.variant].taking.action(seat)
 
+    def stack(self, state: State, seat: int) -> Play | None:
+        """A card to stack on the pending draw penalty (``house.stacking``), or ``None`` to answer it."""
+        top, mode = state.discard[-1], state.options.stacking
+        cards = [c for c in state.hands[seat] if stacks_on(c, top, mode)]
+        if not cards or self.rng.random() >= self.habits.stack:
+            return None
+        return self.play(state, seat, self.pick_card(state, seat, cards))
+
+    def jump_in(self, state: State, seat: int) -> Play | None:
+        """A jump-in this bot makes now out of turn, if it holds a card identical to the top card and
+        notices (``house.jump-in``; the decider judges whether the moment allows it)."""
+        top = state.discard[-1]
+        if seat == state.top_by or top.is_wild or top not in state.hands[seat]:
+            return None
+        if self.rng.random() >= self.habits.jump_in:
+            return None
+        play = self.play(state, seat, top)
+        return Play(play.player, play.card, play.colour, play.uno, play.target, jump_in=True)
+
     def playable(self, state: State, seat: int) -> list[Card]:
         """The cards in hand that may be played now (``play.match``)."""
         return playable_cards(state.hands[seat], state.discard[-1], state.colour)
@@ -90,13 +124,15 @@ class RandomBot:
         colour = (
             self.pick_colour(state, seat) if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
         )
-        target = (
-            self.pick_target(state, seat)
-            if card.number is None and names_target(card.face, state.options.custom_action)
-            else None
-        )
+        hand = state.hands[seat]
+        if card.number is None:
+            names = names_target(card.face, state.options.custom_action)
+        else:  # a 7 swaps hands under house.seven-o, unless it goes out
+            names = card.face is Face.SEVEN and state.options.seven_o and len(hand) > 1
+        target = self.pick_target(state, seat) if names else None
         traded = len(state.hands[target]) if target is not None else None
-        left = cards_left(state.hands[seat], card, state.options, traded)
+        passed = len(state.hands[state.next_seat(seat, -1)])
+        left = cards_left(hand, card, state.options, traded, passed)
         uno = left == 1 and self.rng.random() >= self.habits.forget_uno
         return Play(seat, card, colour, uno, target)
 
@@ -139,7 +175,7 @@ class SensibleBot(RandomBot):
         drawn_wd4 = (
             state.awaiting is Awaiting.DRAWN and drawn is not None and drawn.face is Face.WILD_DRAW_FOUR
         )
-        if drawn_wd4 and not self._wd4_legal(state, seat):
+        if drawn_wd4 and not self._wd4_legal(state, seat) and not state.options.force_play:
             return Pass(seat)  # no bluffing with a drawn Wild Draw Four either
         return super().act(state)
 
@@ -152,6 +188,8 @@ class SensibleBot(RandomBot):
         return RULE_SETS[state.variant].taking.action(seat)
 
     def _wd4_legal(self, state: State, seat: int) -> bool:
+        if state.options.wd4_any_time:
+            return True
         return not wd4_matching(state.hands[seat], state.colour, state.options.wd4_wilds_block)
 
     def pick_card(self, state: State, seat: int, options: Sequence[Card]) -> Card:
@@ -173,6 +211,16 @@ class SensibleBot(RandomBot):
     def pick_target(self, state: State, seat: int) -> int:
         others = [s for s in range(state.size) if s != seat]
         return min(others, key=lambda s: (len(state.hands[s]), s))
+
+    def stack(self, state: State, seat: int) -> Play | None:
+        # Always pass the penalty on when it can, but never bluff with a Wild Draw Four to do it.
+        top, mode = state.discard[-1], state.options.stacking
+        cards = [
+            c
+            for c in state.hands[seat]
+            if stacks_on(c, top, mode) and (c.face is not Face.WILD_DRAW_FOUR or self._wd4_legal(state, seat))
+        ]
+        return self.play(state, seat, self.pick_card(state, seat, cards)) if cards else None
 
     def wants_challenge(self, state: State, seat: int) -> bool:
         # The more cards the offender held, the likelier one was of the active colour.
