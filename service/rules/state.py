@@ -366,7 +366,17 @@ def _card_played(state: State, event: CardPlayed) -> State:
 
 def _card_drawn(state: State, event: CardDrawn) -> State:
     # A turn action of the drawer, who holds more than one card after it: no window stays open.
-    return _to_hand(state, event.player, (event.card,), drawn=event.card, exposed=(), jumpable=False)
+    # A draw while a penalty waits breaks house.stacking; a record replayed as the table did drops it.
+    return _to_hand(
+        state,
+        event.player,
+        (event.card,),
+        drawn=event.card,
+        exposed=(),
+        jumpable=False,
+        pending=0,
+        stackers=(),
+    )
 
 
 def _cards_taken(state: State, event: CardsTaken) -> State:
@@ -377,7 +387,14 @@ def _launcher_pressed(state: State, event: LauncherPressed) -> State:
     if event.cause is Rule.ATTACK_LAUNCHER:  # a turn action; an empty press leaves the presser's window
         kept = () if event.cards else _kept(state.exposed, event.player)
         return _to_hand(
-            state, event.player, event.cards, presses=state.presses + 1, exposed=kept, jumpable=False
+            state,
+            event.player,
+            event.cards,
+            presses=state.presses + 1,
+            exposed=kept,
+            jumpable=False,
+            pending=0,
+            stackers=(),
         )
     return _to_hand(state, event.player, event.cards, presses=state.presses + 1)
 
