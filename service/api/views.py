@@ -205,4 +205,26 @@ def game_view(
         drawn=drawn,
         pending_draw=state.pending,
         house_rules=house_rules,
+        jumpable=jumpable(state),
+        top_by=state.top_by if state.top_by is not None else -1,
     )
+
+
+#: What a jump-in may not interrupt (``house.jump-in``), besides a round not in play.
+_NO_JUMPING_IN = frozenset(
+    {
+        Awaiting.STACK,
+        Awaiting.WD4_RESPONSE,
+        Awaiting.COLOUR,
+        Awaiting.TARGET,
+        Awaiting.ROUND_START,
+        Awaiting.GAME_OVER,
+    }
+)
+
+
+def jumpable(state: State) -> bool:
+    """Whether a jump-in on the top card may be made now (by a seat other than ``top_by`` holding its
+    twin): the house rule is on, no turn action came since the card went down and nothing waits that a
+    jump-in may not interrupt — as :func:`service.rules.house.check_jump_in` judges it."""
+    return state.options.jump_in and state.jumpable and state.awaiting not in _NO_JUMPING_IN

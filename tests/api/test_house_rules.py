@@ -177,11 +177,13 @@ async def test_a_jump_in_takes_the_turn_and_is_refused_where_it_may_not_be(
     stub: pb_grpc.GameServiceStub, store: EventStore, database_url: str
 ) -> None:
     plain = await _game(stub, SEVEN_DECK)
+    assert (plain.reply.view.jumpable, plain.reply.view.top_by) == (False, -1)  # no jump_in: never
     before = await count_rows(database_url)
     # Without the house rule a play out of turn is turn.order, with the flag or without.
     await fails_with(_play(stub, plain, 0, "R5", jump_in=True), RULE, reason="turn.order")
     await fails_with(_play(stub, plain, 0, "R5"), RULE, reason="turn.order")
     game = await _game(stub, SEVEN_DECK, jump_in=True)
+    assert (game.reply.view.jumpable, game.reply.view.top_by) == (True, -1)  # on a flipped card too
     before = await count_rows(database_url)
     await fails_with(_play(stub, game, 2, "G7", jump_in=True), RULE, reason="house.jump-in")  # not identical
     await fails_with(_play(stub, game, 0, "R5"), RULE, reason="turn.order")  # out of turn, not flagged
@@ -192,8 +194,12 @@ async def test_a_jump_in_takes_the_turn_and_is_refused_where_it_may_not_be(
     assert payload(reply.events[0]) == {"player": 0.0}
     view = reply.view
     assert (view.awaiting, view.turn, view.top) == ("play", 1, "R5")  # play goes on from seat 0
+    assert (view.jumpable, view.top_by) == (True, 0)
     # Its own card cannot be jumped on by the player who played it (and there is no third R5 anyway).
     await fails_with(_play(stub, game, 0, "R5", jump_in=True), RULE, reason="house.jump-in")
+    # A turn action (seat 1 draws) ends the chance: the view says so, and a jump-in is refused.
+    drew = await stub.Draw(pb.DrawRequest(header=header(game.game_id)), metadata=game.seat(1))
+    assert not drew.view.jumpable and drew.view.top_by == 0
     state, events = await folded(store, game.game_id)
     assert_view_matches(await _view(stub, game, ADMIN), state, len(events))
     assert [e.type for e in events].count("JumpedIn") == 1

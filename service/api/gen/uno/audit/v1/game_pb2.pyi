@@ -193,7 +193,7 @@ class Hand(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GameView(_message.Message):
-    __slots__ = ("game_id", "variant", "players", "version", "awaiting", "round", "dealer", "turn", "direction", "top", "colour", "draw_pile", "discard_pile", "hand_sizes", "scores", "viewer_seat", "hands", "exposed", "winner", "seed_sha256", "tournament_id", "drawn", "exposed_seats", "pending_draw", "house_rules")
+    __slots__ = ("game_id", "variant", "players", "version", "awaiting", "round", "dealer", "turn", "direction", "top", "colour", "draw_pile", "discard_pile", "hand_sizes", "scores", "viewer_seat", "hands", "exposed", "winner", "seed_sha256", "tournament_id", "drawn", "exposed_seats", "pending_draw", "house_rules", "jumpable", "top_by")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VARIANT_FIELD_NUMBER: _ClassVar[int]
     PLAYERS_FIELD_NUMBER: _ClassVar[int]
@@ -219,6 +219,8 @@ class GameView(_message.Message):
     EXPOSED_SEATS_FIELD_NUMBER: _ClassVar[int]
     PENDING_DRAW_FIELD_NUMBER: _ClassVar[int]
     HOUSE_RULES_FIELD_NUMBER: _ClassVar[int]
+    JUMPABLE_FIELD_NUMBER: _ClassVar[int]
+    TOP_BY_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     variant: Variant
     players: _containers.RepeatedScalarFieldContainer[str]
@@ -244,7 +246,9 @@ class GameView(_message.Message):
     exposed_seats: _containers.RepeatedScalarFieldContainer[int]
     pending_draw: int
     house_rules: _struct_pb2.Struct
-    def __init__(self, game_id: _Optional[str] = ..., variant: _Optional[_Union[Variant, str]] = ..., players: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., awaiting: _Optional[str] = ..., round: _Optional[int] = ..., dealer: _Optional[int] = ..., turn: _Optional[int] = ..., direction: _Optional[int] = ..., top: _Optional[str] = ..., colour: _Optional[str] = ..., draw_pile: _Optional[int] = ..., discard_pile: _Optional[int] = ..., hand_sizes: _Optional[_Iterable[int]] = ..., scores: _Optional[_Iterable[int]] = ..., viewer_seat: _Optional[int] = ..., hands: _Optional[_Iterable[_Union[Hand, _Mapping]]] = ..., exposed: _Optional[int] = ..., winner: _Optional[int] = ..., seed_sha256: _Optional[str] = ..., tournament_id: _Optional[str] = ..., drawn: _Optional[str] = ..., exposed_seats: _Optional[_Iterable[int]] = ..., pending_draw: _Optional[int] = ..., house_rules: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    jumpable: bool
+    top_by: int
+    def __init__(self, game_id: _Optional[str] = ..., variant: _Optional[_Union[Variant, str]] = ..., players: _Optional[_Iterable[str]] = ..., version: _Optional[int] = ..., awaiting: _Optional[str] = ..., round: _Optional[int] = ..., dealer: _Optional[int] = ..., turn: _Optional[int] = ..., direction: _Optional[int] = ..., top: _Optional[str] = ..., colour: _Optional[str] = ..., draw_pile: _Optional[int] = ..., discard_pile: _Optional[int] = ..., hand_sizes: _Optional[_Iterable[int]] = ..., scores: _Optional[_Iterable[int]] = ..., viewer_seat: _Optional[int] = ..., hands: _Optional[_Iterable[_Union[Hand, _Mapping]]] = ..., exposed: _Optional[int] = ..., winner: _Optional[int] = ..., seed_sha256: _Optional[str] = ..., tournament_id: _Optional[str] = ..., drawn: _Optional[str] = ..., exposed_seats: _Optional[_Iterable[int]] = ..., pending_draw: _Optional[int] = ..., house_rules: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., jumpable: _Optional[bool] = ..., top_by: _Optional[int] = ...) -> None: ...
 
 class GetGameRequest(_message.Message):
     __slots__ = ("game_id",)
