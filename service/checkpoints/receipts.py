@@ -1,0 +1,142 @@
+"""Checking a game's receipts against its log: was the history a player was signed rewritten since?
+
+A receipt says "game ``G`` had, at version ``v``, head ``h``" under the service's signature
+(:mod:`.checkpoint`). Checking it against a stored log (or a copy of one) means: the signature verifies
+with a published key, the checkpoint is this game's, the log reaches version ``v``, and the chain
+*recomputed from the events themselves* (:func:`service.store.chain_hash` from the genesis hash) has
+head ``h`` at ``v``. The stored ``hash`` column is not trusted: whoever rewrites a game can rewrite it
+too, and the point of a receipt is that they cannot rewrite the signature with it.
+
+Any change to an event at or before ``v`` — with every later hash recomputed, so that the chain alone is
+"intact" — changes the recomputed head at ``v`` and is reported at that receipt. A change after ``v`` is
+outside what the receipt covers; a later receipt covers it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from service.store.model import GENESIS_HASH, StoredEvent, chain_hash
+
+from .checkpoint import open_game_receipt
+from .keys import Verifier
+from .note import MAX_NOTE_BYTES, NoteError, NoteVerificationError
+
+#: The most receipts one check reads: a player keeps one per command, and a game is bounded.
+MAX_RECEIPTS = 100_000
+
+#: The verdicts, in the order an arbiter cares about them.
+MATCHES = "matches"  # the log at the receipt's version is the signed history
+REWRITTEN = "rewritten"  # the log's recomputed head at that version differs: rewritten at or before it
+MISSING = "missing"  # the log stops before the receipt's version: events it covered are gone
+REFUSED = "refused"  # not a receipt of this game signed by a known key (forged, other game, malformed)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptCheck:
+    """The verdict on one receipt: ``index`` is its place in the list checked (0-based), ``version``
+    the version it names (``None`` when it could not be read)."""
+
+    index: int
+    version: int | None
+    verdict: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == MATCHES
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "version": self.version,
+            "verdict": self.verdict,
+            "message": self.message,
+        }
+
+
+def recomputed_heads(game_id: str, rows: Sequence[StoredEvent]) -> list[bytes]:
+    """The head of the chain recomputed from the events' contents: ``heads[v - 1]`` at version ``v``.
+
+    Rows are taken in the order given and numbered 1, 2, …: a missing or swapped row changes every head
+    after it, as it should.
+    """
+    heads: list[bytes] = []
+    previous = GENESIS_HASH
+    for version, row in enumerate(rows, start=1):
+        previous = chain_hash(previous, game_id, version, row.type, row.payload)
+        heads.append(previous)
+    return heads
+
+
+def check_receipts(
+    game_id: str,
+    rows: Sequence[StoredEvent],
+    receipts: Sequence[str],
+    *,
+    service: str,
+    log_keys: Iterable[Verifier],
+    witnesses: Iterable[Verifier] = (),
+    threshold: int = 0,
+) -> list[ReceiptCheck]:
+    """The verdict on each of ``receipts`` (signed notes) against ``game_id``'s stored ``rows``."""
+    keys, trusted = list(log_keys), list(witnesses)
+    heads = recomputed_heads(game_id, rows)
+    checks = []
+    for index, note in enumerate(receipts[:MAX_RECEIPTS]):
+        try:
+            receipt = open_game_receipt(
+                note, keys, service=service, game_id=game_id, witnesses=trusted, threshold=threshold
+            )
+        except (NoteError, NoteVerificationError) as refused:
+            checks.append(ReceiptCheck(index, None, REFUSED, str(refused)))
+            continue
+        version = receipt.size
+        if version == 0 or version > len(heads):
+            checks.append(
+                ReceiptCheck(
+                    index,
+                    version,
+                    MISSING,
+                    f"the receipt covers version {version} but the log holds {len(heads)} events",
+                )
+            )
+        elif heads[version - 1] != receipt.root_hash:
+            checks.append(
+                ReceiptCheck(
+                    index,
+                    version,
+                    REWRITTEN,
+                    f"the log's head at version {version} is not the one signed: the history up to "
+                    f"version {version} was rewritten after the receipt was issued",
+                )
+            )
+        else:
+            checks.append(ReceiptCheck(index, version, MATCHES, f"version {version} is the history signed"))
+    return checks
+
+
+def read_receipts(text: str) -> list[str]:
+    """The receipts of a receipts file: JSON Lines, each line a signed note as a JSON string or an object
+    with the note under ``"receipt"`` (as ``uno-audit bots --receipts`` writes them). Blank lines are
+    skipped. Raises ``ValueError`` naming the line of anything else."""
+    notes = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            raise ValueError(f"line {number}: not JSON") from None
+        note = value.get("receipt") if isinstance(value, dict) else value
+        if not isinstance(note, str) or not note:
+            raise ValueError(f'line {number}: expected a signed note or {{"receipt": "<note>"}}')
+        if len(note.encode()) > MAX_NOTE_BYTES:
+            raise ValueError(f"line {number}: a receipt is at most {MAX_NOTE_BYTES} bytes")
+        notes.append(note)
+        if len(notes) > MAX_RECEIPTS:
+            raise ValueError(f"more than {MAX_RECEIPTS} receipts")
+    return notes
