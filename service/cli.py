@@ -35,9 +35,10 @@
   Every option may come from the environment instead (below).
 * ``uno-audit migrate [--database-url OWNER_DSN | --data-dir DIR] [--service-password-file PATH]``: the
   store's and the read models' migrations, as the owner, and the service's login ``uno_audit_service``.
-* ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C``: bots play complete
-  games as gRPC clients of a running server; ``--tls-ca`` (and ``--tls-cert``/``--tls-key`` for mutual
-  TLS) to reach a TLS server, as for ``health``.
+* ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C [--option NAME=VALUE]``:
+  bots play complete games as gRPC clients of a running server, created with those rule options (the
+  house rules among them, as for ``simulate``; repeatable); ``--tls-ca`` (and ``--tls-cert``/``--tls-key``
+  for mutual TLS) to reach a TLS server, as for ``health``.
 * ``uno-audit health [--server HOST:PORT] [--service NAME] [--timeout S]``: ask a running server's
   ``grpc.health.v1`` service; exit 0 when it answers SERVING, 1 otherwise or when it cannot be reached.
 * ``uno-audit project [--database-url DSN | --data-dir DIR] [--log-format json|console] [--log-level L]``:
@@ -94,7 +95,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from projections import VIEW_NAMES
-from service import cli_audit
+from service import cli_audit, cli_checkpoints
 from service.audit.export import RecordMode, record_from_game
 from service.audit.record import write_record
 from service.audit.render import render
@@ -334,6 +335,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --game or --all: do not cross-check the read models",
     )
+    verify.add_argument(
+        "--receipts",
+        type=Path,
+        metavar="FILE",
+        help="with --game: a player's receipts (JSON Lines of signed checkpoints) to check the log against",
+    )
+    verify.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="VKEY",
+        help="with --receipts: the service's public key",
+    )
+    verify.add_argument(
+        "--witness", action="append", default=[], metavar="VKEY", help="with --receipts: a trusted witness"
+    )
+    verify.add_argument(
+        "--threshold", type=int, default=0, metavar="K", help="with --receipts: witness signatures required"
+    )
     _stored_games_database(verify)
 
     serve = commands.add_parser("serve", help="run the gRPC game service")
@@ -430,6 +450,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bots.add_argument("--target-score", type=_bounded(1, 1_000_000), help="play matches to this score")
     bots.add_argument(
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a rule option of the games created, e.g. stacking=any or jump_in=true (repeat for several)",
+    )
+    bots.add_argument(
         "--retry-for",
         type=_bounded(0, 86_400),
         default=60,
@@ -521,6 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     keygen.add_argument("--name", required=True, help="the key's name: the service's, as in its origins")
     keygen.add_argument("--out", type=Path, required=True, metavar="FILE", help="the private key (0600)")
     keygen.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    cli_checkpoints.add_commands(commands, _stored_games_database)
     _from_environment(serve, SERVE_ENVIRONMENT)  # last: the options added above, whoever adds them
     return parser
 
@@ -616,6 +645,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cli_audit.replay(args)
     if args.command == "keygen":
         return _keygen(args)
+    if args.command in ("checkpoint", "prove", "check-proof", "cosign"):
+        return cli_checkpoints.run(args)
+    if args.receipts is not None and args.game is None:
+        print("uno-audit verify: --receipts goes with --game", file=sys.stderr)
+        return EXIT_USAGE
     if args.game is not None or args.all:
         return cli_audit.verify_stored(args)
     for flag, given in (("--reveal-seed", args.reveal_seed), ("--no-projections", args.no_projections)):
@@ -904,6 +938,12 @@ def _bots(args: argparse.Namespace) -> int:
         print(f"uno-audit bots: {error}", file=sys.stderr)
         return EXIT_USAGE
 
+    options = dict(args.option)
+    try:
+        make_options(args.variant, options)
+    except OptionError as error:
+        print(f"uno-audit bots: setup.options: {error}", file=sys.stderr)
+        return EXIT_USAGE
     policy = RetryPolicy(
         retry_for=args.retry_for, backoff_cap=args.backoff_cap, call_timeout=args.call_timeout
     )
@@ -924,6 +964,7 @@ def _bots(args: argparse.Namespace) -> int:
                     concurrency=args.concurrency,
                     seed=args.seed,
                     target_score=args.target_score,
+                    options=options,
                     policy=policy,
                     progress=progress,
                     credentials=credentials,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the database's modules load only when a command runs
     from service.audit.auditor import Auditor
     from service.audit.game_report import GameSummary, ReplaySection
     from service.audit.record import GameRecord
+    from service.checkpoints.receipts import ReceiptCheck
 
 #: The exit statuses of every ``uno-audit`` command: done (valid), invalid, bad usage or refused.
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -64,7 +65,7 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
 
-def _on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[int]]) -> int:
+def on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[int]]) -> int:
     """Run ``work`` with an auditor over the database at ``args.database_url`` (or the embedded one in
     ``args.data_dir``), migrated first; its exit status, or 2 with a one-line message for a refusal or a
     database that cannot be used."""
@@ -137,8 +138,8 @@ def verify_stored(args: argparse.Namespace) -> int:
         print("uno-audit verify: --reveal-seed goes with --game, not --all", file=sys.stderr)
         return EXIT_USAGE
     if args.game is not None:
-        return _on_auditor(args, lambda auditor: _verify_game(auditor, args))
-    return _on_auditor(args, lambda auditor: _verify_every(auditor, args))
+        return on_auditor(args, lambda auditor: _verify_game(auditor, args))
+    return on_auditor(args, lambda auditor: _verify_every(auditor, args))
 
 
 async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
@@ -159,11 +160,47 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
         else:
             print(f"game {args.game}: INVALID\n  {refused}")
         return EXIT_INVALID
+    receipts = await _receipt_checks(auditor, args) if args.receipts is not None else None
+    valid = report.valid and (receipts is None or all(check.ok for check in receipts))
     if args.json:
-        _print_json(report.to_json())
+        out = report.to_json()
+        if receipts is not None:
+            out["receipts"] = [check.to_json() for check in receipts]
+            out["valid"] = valid
+        _print_json(out)
     else:
         print(render(report))
-    return EXIT_OK if report.valid else EXIT_INVALID
+        for check in receipts or ():
+            verdict = check.verdict.upper()
+            print(f"  receipt {check.index + 1} (version {check.version}): {verdict}: {check.message}")
+    return EXIT_OK if valid else EXIT_INVALID
+
+
+async def _receipt_checks(auditor: Auditor, args: argparse.Namespace) -> list[ReceiptCheck]:
+    """``--receipts``: each of a player's receipts against the game's stored events."""
+    from service.checkpoints.receipts import check_receipts, read_receipts
+    from service.cli_checkpoints import Refused, read_small, verifiers
+
+    try:
+        if not args.key:
+            raise Refused("--receipts needs the service's published verifier key (--key)")
+        keys, witnesses = verifiers(args.key), verifiers(args.witness, "--witness")
+        try:
+            notes = read_receipts(read_small(args.receipts))
+        except ValueError as bad:
+            raise Refused(f"{args.receipts}: {bad}") from None
+    except Refused as refused:
+        raise _Stop(str(refused)) from None
+    rows = await auditor.store.read_stream(args.game)
+    return check_receipts(
+        args.game,
+        rows,
+        notes,
+        service=keys[0].name,
+        log_keys=keys,
+        witnesses=witnesses,
+        threshold=args.threshold,
+    )
 
 
 async def _verify_every(auditor: Auditor, args: argparse.Namespace) -> int:
@@ -205,7 +242,7 @@ def adjudicate(args: argparse.Namespace) -> int:
             print(render_adjudication(found))
         return EXIT_OK
 
-    return _on_auditor(args, work)
+    return on_auditor(args, work)
 
 
 def export(args: argparse.Namespace) -> int:
@@ -219,7 +256,7 @@ def export(args: argparse.Namespace) -> int:
             _write_exactly(text)
         return EXIT_OK
 
-    return _on_auditor(args, work)
+    return on_auditor(args, work)
 
 
 def _write_exactly(text: str) -> None:
@@ -290,7 +327,7 @@ def import_record(args: argparse.Namespace) -> int:
             print(_human_import(name, imported.game_id, imported.version, seats, report, imported.duplicate))
         return EXIT_OK
 
-    return _on_auditor(args, work)
+    return on_auditor(args, work)
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +373,7 @@ def replay(args: argparse.Namespace) -> int:
     async def work(auditor: Auditor) -> int:
         return _write_page(args, await auditor.replay(args.game, seat=args.as_seat))
 
-    return _on_auditor(args, work)
+    return on_auditor(args, work)
 
 
 def load_record(command: str, path: Path) -> GameRecord | None:

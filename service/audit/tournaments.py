@@ -1,0 +1,73 @@
+"""What a tournament's checkpoint is made of, read from the store: its finished games, in the order
+they finished, each as ``(game id, version of its GameEnded, head at that version)``.
+
+Only finished games are leaves, so the tree only ever grows at its end: a game in progress would change
+its leaf at every command, and a checkpoint of the tournament could not be proved consistent with a
+later one. A game's leaf is its head when it ended; audit entries appended later (disputes, rulings)
+are covered by the game's own receipts, not by the tournament's tree. Games end in the global order of
+their ``GameEnded`` events, which is how the leaves are ordered.
+
+Heads are recomputed from the events (:func:`service.checkpoints.receipts.recomputed_heads`) and must
+equal the stored chain: a game whose chain is broken is refused (``ChainBroken``) rather than signed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.checkpoints import TournamentLeaf
+from service.checkpoints.receipts import recomputed_heads
+from service.store import EventStore, StoredEvent
+
+#: Games are listed a page at a time (the catalogue's own limit).
+_PAGE = 500
+
+
+class ChainBroken(ValueError):
+    """A game whose stored chain does not match its events: verify it before anything is signed."""
+
+
+@dataclass(frozen=True, slots=True)
+class GameHead:
+    """A game's current version and head, recomputed from its events."""
+
+    game_id: str
+    version: int
+    head: bytes
+
+
+def head_of(game_id: str, rows: list[StoredEvent]) -> GameHead:
+    """The game's head at its last version; raises :class:`ChainBroken` if the stored chain differs."""
+    heads = recomputed_heads(game_id, rows)
+    for version, (row, head) in enumerate(zip(rows, heads, strict=True), start=1):
+        if row.version != version or row.hash != head:
+            raise ChainBroken(f"game {game_id}: the stored chain breaks at version {version}")
+    if not heads:
+        raise ChainBroken(f"game {game_id} has no events")
+    return GameHead(game_id, len(heads), heads[-1])
+
+
+async def game_head(store: EventStore, game_id: str) -> GameHead:
+    """:func:`head_of` the game's stored stream."""
+    return head_of(game_id, await store.read_stream(game_id))
+
+
+async def tournament_leaves(store: EventStore, tournament_id: str) -> list[TournamentLeaf]:
+    """The leaves of ``tournament_id``'s tree: its finished games in the order they finished."""
+    ended: list[tuple[int, TournamentLeaf]] = []
+    after: str | None = None
+    while True:
+        page = await store.list_games(tournament_id=tournament_id, after=after, limit=_PAGE)
+        for game in page:
+            rows = await store.read_stream(game.game_id)
+            head_of(game.game_id, rows)  # the whole chain must hold, not only up to its end
+            heads = recomputed_heads(game.game_id, rows)
+            for row in rows:
+                if row.type == "GameEnded":
+                    leaf = TournamentLeaf(game.game_id, row.version, heads[row.version - 1])
+                    ended.append((row.position, leaf))
+                    break
+        if len(page) < _PAGE:
+            break
+        after = page[-1].game_id
+    return [leaf for _, leaf in sorted(ended, key=lambda item: item[0])]

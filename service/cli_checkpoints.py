@@ -1,0 +1,298 @@
+"""The command line's signed checkpoints: sign, prove, check a proof, co-sign, check a player's receipts.
+
+* ``uno-audit checkpoint --game ID | --tournament T [--key-file F] [--json]``: the signed checkpoint of a
+  stored game (its current head) or of a tournament (the Merkle tree of its finished games);
+* ``uno-audit prove --tournament T (--game ID | --from-size M) [--size N]``: an inclusion proof of a
+  game in the tournament's tree, or a consistency proof between two of its sizes, as JSON;
+* ``uno-audit check-proof --checkpoint FILE --proof FILE --key VKEY [--old-checkpoint FILE]``: check a
+  proof against published checkpoints only — no database, no server;
+* ``uno-audit cosign --checkpoint FILE --key-file WITNESS_KEY --log-key VKEY``: a witness adds its
+  signature line to a checkpoint it checked;
+* ``uno-audit verify --game ID --receipts FILE --key VKEY``: see :mod:`service.cli_audit`.
+
+The signing key is ``--key-file`` or ``$UNO_AUDIT_CHECKPOINT_KEY`` (``uno-audit keygen`` makes one); the
+service's name in every origin is the key's name. Exit 0 when done or valid, 1 when a proof or receipt
+does not hold, 2 when the request cannot be carried out (a missing key, an unreadable file, an unknown
+game).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from service.checkpoints import (
+    KEY_ENV,
+    CheckpointError,
+    GameInclusion,
+    KeyFormatError,
+    NoteError,
+    NoteVerificationError,
+    ProofError,
+    Signer,
+    TournamentLeaf,
+    Verifier,
+    cosign,
+    game_checkpoint,
+    load_signer,
+    open_checkpoint,
+    prove_game,
+    signer_from_environment,
+    tournament_checkpoint,
+    tournament_tree,
+    verify_consistency,
+    verify_game_in_tournament,
+)
+from service.checkpoints.tournament import tournament_origin
+from service.cli_audit import EXIT_INVALID, EXIT_OK, EXIT_USAGE, on_auditor
+
+#: A checkpoint or proof file is small; anything larger is not one.
+MAX_FILE_BYTES = 1 << 20
+
+
+class Refused(Exception):
+    """The request cannot be carried out: one line for standard error, exit 2."""
+
+
+def add_commands(commands: Any, stored_games_database: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register ``checkpoint``, ``prove``, ``check-proof`` and ``cosign`` on the subcommand parser."""
+    checkpoint = commands.add_parser("checkpoint", help="sign a game's or a tournament's checkpoint")
+    which = checkpoint.add_mutually_exclusive_group(required=True)
+    which.add_argument("--game", metavar="ID", help="a stored game: its current head")
+    which.add_argument("--tournament", metavar="T", help="a tournament: the tree of its finished games")
+    checkpoint.add_argument(
+        "--key-file", type=Path, metavar="FILE", help=f"the signing key (else ${KEY_ENV})"
+    )
+    checkpoint.add_argument("--json", action="store_true", help="print one JSON object")
+    stored_games_database(checkpoint)
+
+    prove = commands.add_parser("prove", help="prove a game is in a tournament, or that it only grew")
+    prove.add_argument("--tournament", required=True, metavar="T", help="the tournament")
+    what = prove.add_mutually_exclusive_group(required=True)
+    what.add_argument("--game", metavar="ID", help="an inclusion proof of this game")
+    what.add_argument("--from-size", type=int, metavar="M", help="a consistency proof from size M")
+    prove.add_argument("--size", type=int, metavar="N", help="the tree size to prove against (default: now)")
+    stored_games_database(prove)
+
+    check = commands.add_parser("check-proof", help="check a proof against published checkpoints only")
+    check.add_argument("--checkpoint", type=Path, required=True, metavar="FILE", help="the signed checkpoint")
+    check.add_argument("--proof", type=Path, required=True, metavar="FILE", help="the proof (JSON)")
+    check.add_argument("--old-checkpoint", type=Path, metavar="FILE", help="the earlier checkpoint")
+    _key_options(check)
+
+    witness = commands.add_parser("cosign", help="a witness co-signs a checkpoint it checked")
+    witness.add_argument(
+        "--checkpoint", type=Path, required=True, metavar="FILE", help="the signed checkpoint"
+    )
+    witness.add_argument("--key-file", type=Path, required=True, metavar="FILE", help="the witness's key")
+    witness.add_argument(
+        "--log-key", action="append", required=True, metavar="VKEY", help="the service's verifier key"
+    )
+
+
+def _key_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--key",
+        action="append",
+        required=True,
+        metavar="VKEY",
+        help="a published verifier key of the service",
+    )
+    parser.add_argument("--witness", action="append", default=[], metavar="VKEY", help="a trusted witness")
+    parser.add_argument("--threshold", type=int, default=0, metavar="K", help="witness signatures required")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one of the commands registered by :func:`add_commands`."""
+    try:
+        if args.command == "checkpoint":
+            signer = signing_key(args.key_file)
+            return on_auditor(args, lambda auditor: _checkpoint(auditor.store, signer, args))
+        if args.command == "prove":
+            return on_auditor(args, lambda auditor: _prove(auditor.store, args))
+        if args.command == "check-proof":
+            return _check_proof(args)
+        return _cosign(args)
+    except Refused as refused:
+        print(f"uno-audit {args.command}: {refused}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def signing_key(path: Path | None) -> Signer:
+    """The checkpoint signing key from ``path``, else from ``$UNO_AUDIT_CHECKPOINT_KEY``."""
+    try:
+        signer = load_signer(path) if path is not None else signer_from_environment()
+    except (OSError, KeyFormatError) as error:
+        raise Refused(f"the signing key: {error}") from None
+    if signer is None:
+        raise Refused(f"no signing key: give --key-file or set ${KEY_ENV} (uno-audit keygen makes one)")
+    return signer
+
+
+def verifiers(keys: list[str], what: str = "--key") -> list[Verifier]:
+    """Published verifier keys, parsed; :class:`Refused` naming a bad one."""
+    try:
+        return [Verifier.parse(key) for key in keys]
+    except KeyFormatError as error:
+        raise Refused(f"{what}: {error}") from None
+
+
+def read_small(path: Path) -> str:
+    """A checkpoint, proof or receipts file's text; :class:`Refused` if it cannot be read or is huge."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise Refused(f"cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise Refused(f"{path} is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Refused(f"{path} is not UTF-8 text") from None
+
+
+async def _checkpoint(store: Any, signer: Signer, args: argparse.Namespace) -> int:
+    from service.audit.tournaments import ChainBroken, game_head, tournament_leaves
+
+    try:
+        if args.game is not None:
+            if await store.stream_version(args.game) == 0:
+                raise Refused(f"no game {args.game!r}")
+            head = await game_head(store, args.game)
+            checkpoint = game_checkpoint(signer.name, args.game, head.version, head.head)
+        else:
+            leaves = await tournament_leaves(store, args.tournament)
+            checkpoint = tournament_checkpoint(signer.name, args.tournament, leaves)
+    except ChainBroken as broken:
+        raise Refused(f"{broken}; verify the game before signing anything") from None
+    note = checkpoint.sign(signer)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "origin": checkpoint.origin,
+                    "size": checkpoint.size,
+                    "root_hash": checkpoint.root_hash.hex(),
+                    "note": note,
+                },
+                ensure_ascii=False,
+            )
+        )
+    else:
+        sys.stdout.write(note)
+    return EXIT_OK
+
+
+async def _prove(store: Any, args: argparse.Namespace) -> int:
+    from service.audit.tournaments import ChainBroken, tournament_leaves
+
+    try:
+        leaves = await tournament_leaves(store, args.tournament)
+    except ChainBroken as broken:
+        raise Refused(str(broken)) from None
+    size = len(leaves) if args.size is None else args.size
+    if not 0 < size <= len(leaves):
+        raise Refused(f"the tournament has {len(leaves)} finished games; --size must be 1 to {len(leaves)}")
+    if args.game is not None:
+        try:
+            inclusion = prove_game(leaves, args.game, size)
+        except KeyError:
+            raise Refused(
+                f"{args.game} is not among the first {size} finished games of the tournament"
+            ) from None
+        print(json.dumps(inclusion_to_json(args.tournament, inclusion)))
+        return EXIT_OK
+    if not 0 < args.from_size <= size:
+        raise Refused(f"--from-size must be 1 to {size}")
+    proof = tournament_tree(leaves).consistency_proof(args.from_size, size)
+    print(
+        json.dumps(
+            {
+                "kind": "consistency",
+                "tournament": args.tournament,
+                "old_size": args.from_size,
+                "size": size,
+                "proof": [step.hex() for step in proof],
+            }
+        )
+    )
+    return EXIT_OK
+
+
+def inclusion_to_json(tournament_id: str, inclusion: GameInclusion) -> dict[str, Any]:
+    """An inclusion proof as the JSON ``prove`` prints and ``check-proof`` reads."""
+    leaf = inclusion.leaf
+    return {
+        "kind": "inclusion",
+        "tournament": tournament_id,
+        "leaf": {"game_id": leaf.game_id, "version": leaf.version, "head_hash": leaf.head_hash.hex()},
+        "index": inclusion.index,
+        "size": inclusion.size,
+        "proof": [step.hex() for step in inclusion.proof],
+    }
+
+
+def _hashes(value: Any) -> tuple[bytes, ...]:
+    if not isinstance(value, list) or len(value) > 64:
+        raise ValueError("'proof' is a list of at most 64 hex hashes")
+    return tuple(bytes.fromhex(step) for step in value)
+
+
+def _check_proof(args: argparse.Namespace) -> int:
+    keys = verifiers(args.key)
+    witnesses = verifiers(args.witness, "--witness")
+    try:
+        proof = json.loads(read_small(args.proof))
+        if not isinstance(proof, dict) or proof.get("kind") not in ("inclusion", "consistency"):
+            raise ValueError("the proof is a JSON object whose 'kind' is inclusion or consistency")
+        tournament = proof["tournament"]
+        if not isinstance(tournament, str):
+            raise ValueError("'tournament' is a string")
+        receipt = open_checkpoint(
+            read_small(args.checkpoint), keys, witnesses=witnesses, threshold=args.threshold
+        )
+        service = receipt.log_signatures[0].name
+        if proof["kind"] == "inclusion":
+            leaf = proof["leaf"]
+            inclusion = GameInclusion(
+                TournamentLeaf(leaf["game_id"], leaf["version"], bytes.fromhex(leaf["head_hash"])),
+                proof["index"],
+                proof["size"],
+                _hashes(proof["proof"]),
+            )
+            verify_game_in_tournament(receipt, inclusion, service=service, tournament_id=tournament)
+            print(f"game {inclusion.leaf.game_id} is game {inclusion.index + 1} of the {receipt.size} signed")
+            return EXIT_OK
+        if args.old_checkpoint is None:
+            raise Refused("a consistency proof is checked against --old-checkpoint and --checkpoint")
+        old = open_checkpoint(
+            read_small(args.old_checkpoint), keys, witnesses=witnesses, threshold=args.threshold
+        )
+        origin = tournament_origin(service, tournament)
+        if old.origin != origin or receipt.origin != origin:
+            raise CheckpointError(f"both checkpoints must be of {origin!r}")
+        if (old.size, receipt.size) != (proof["old_size"], proof["size"]):
+            raise CheckpointError("the proof's sizes are not the checkpoints'")
+        verify_consistency(old.size, receipt.size, _hashes(proof["proof"]), old.root_hash, receipt.root_hash)
+        print(f"the tournament's {receipt.size} games begin with the {old.size} signed before")
+        return EXIT_OK
+    except (ProofError, CheckpointError, NoteVerificationError, NoteError) as failed:
+        print(f"uno-audit check-proof: INVALID: {failed}")
+        return EXIT_INVALID
+    except (ValueError, KeyError, TypeError) as bad:
+        raise Refused(f"unreadable proof: {bad}") from None
+
+
+def _cosign(args: argparse.Namespace) -> int:
+    logs = verifiers(args.log_key, "--log-key")
+    witness = signing_key(args.key_file)
+    try:
+        sys.stdout.write(cosign(read_small(args.checkpoint), witness, logs))
+    except (NoteError, NoteVerificationError) as refused:
+        raise Refused(f"not co-signed: {refused}") from None
+    return EXIT_OK

@@ -1,0 +1,262 @@
+"""Signed checkpoints on the command line, against a real PostgreSQL: a player's receipts catch a rewrite
+that recomputed the whole chain; tournament checkpoints, inclusion and consistency proofs are checked
+from the published checkpoints alone and fail when tampered; a witness's co-signature meets a threshold.
+
+Receipts are made here as the service makes them (the signed head of each stored version); the rewrite
+is a superuser's, with the rows' hashes recomputed so the chain check alone sees nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from service.checkpoints import Signer, game_checkpoint, write_signer
+from service.play.simulate import play_game
+from service.rules.options import Variant
+from service.store import GENESIS_HASH, EventStore, chain_hash
+from tests.projections.projection_support import store_game
+from tests.test_cli_audit import cli
+
+pytestmark = pytest.mark.postgres
+
+SERVICE = "uno-audit.test"
+
+
+@pytest.fixture
+def service_key(tmp_path: Path) -> tuple[Signer, Path]:
+    signer = Signer.generate(SERVICE)
+    path = tmp_path / "service.key"
+    write_signer(signer, path)
+    return signer, path
+
+
+async def _game(store: EventStore, game_id: str, seed: int, tournament: str = "cup") -> None:
+    await store_game(store, game_id, play_game(Variant.CLASSIC, 3, seed), tournament_id=tournament)
+
+
+async def _receipts(store: EventStore, game_id: str, signer: Signer, path: Path) -> int:
+    rows = await store.read_stream(game_id)
+    lines = [
+        json.dumps(
+            {
+                "version": row.version,
+                "receipt": game_checkpoint(SERVICE, game_id, row.version, row.hash).sign(signer),
+            }
+        )
+        for row in rows
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return len(rows)
+
+
+async def _rewrite(database_url: str, store: EventStore, game_id: str, version: int) -> None:
+    """Change the event at ``version`` and recompute every hash from there, as a superuser could."""
+    rows = await store.read_stream(game_id)
+    payloads = [dict(row.payload) for row in rows]
+    payloads[version - 1] = {**payloads[version - 1], "rewritten": True}
+    previous = GENESIS_HASH
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=False) as conn:
+        await conn.execute("ALTER TABLE events DISABLE TRIGGER USER")
+        for row, payload in zip(rows, payloads, strict=True):
+            digest = chain_hash(previous, game_id, row.version, row.type, payload)
+            await conn.execute(
+                "UPDATE events SET payload = %s, prev_hash = %s, hash = %s"
+                " WHERE game_id = %s AND version = %s",
+                (psycopg.types.json.Jsonb(payload), previous, digest, game_id, row.version),
+            )
+            previous = digest
+        await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
+        await conn.commit()
+
+
+async def test_receipts_catch_a_rewrite_with_a_recomputed_chain(
+    capsys: pytest.CaptureFixture[str],
+    store: EventStore,
+    database_url: str,
+    service_key: tuple[Signer, Path],
+    tmp_path: Path,
+) -> None:
+    signer, _ = service_key
+    await _game(store, "g-receipts", seed=3)
+    receipts = tmp_path / "receipts.jsonl"
+    count = await _receipts(store, "g-receipts", signer, receipts)
+    base = ["verify", "--game", "g-receipts", "--json", "--no-projections", "--database-url", database_url]
+    keyed = [*base, "--receipts", str(receipts), "--key", signer.verifier.encode()]
+
+    code, out, err = await cli(capsys, *keyed)
+    assert code == 0, err
+    assert {check["verdict"] for check in json.loads(out)["receipts"]} == {"matches"}
+
+    at = count // 2
+    await _rewrite(database_url, store, "g-receipts", at)
+    code, out, _ = await cli(capsys, *base)
+    chain = json.loads(out)["chain"]
+    assert chain["valid"] and not chain["findings"]  # the chain alone cannot tell
+
+    code, out, _ = await cli(capsys, *keyed)
+    report = json.loads(out)
+    assert code == 1 and report["valid"] is False
+    verdicts = [(check["version"], check["verdict"]) for check in report["receipts"]]
+    assert verdicts == [(v, "matches" if v < at else "rewritten") for v in range(1, count + 1)]
+
+    other = Signer.generate(SERVICE)  # the receipts are not signed by this key: all refused
+    code, out, _ = await cli(capsys, *base, "--receipts", str(receipts), "--key", other.verifier.encode())
+    assert code == 1 and {c["verdict"] for c in json.loads(out)["receipts"]} == {"refused"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--receipts", "missing.jsonl", "--key", "K"], "--key"),
+        (["--receipts", "{tmp}/bad.jsonl"], "--key"),
+    ],
+)
+async def test_receipts_need_a_key_and_a_readable_file(
+    capsys: pytest.CaptureFixture[str],
+    store: EventStore,
+    database_url: str,
+    tmp_path: Path,
+    argv: list[str],
+    message: str,
+) -> None:
+    await _game(store, "g-bad", seed=4)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code, _, err = await cli(capsys, "verify", "--game", "g-bad", "--database-url", database_url, *argv)
+    assert code == 2 and message in err
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def test_tournament_checkpoints_and_proofs_check_from_the_checkpoint_alone(
+    capsys: pytest.CaptureFixture[str],
+    store: EventStore,
+    database_url: str,
+    service_key: tuple[Signer, Path],
+    tmp_path: Path,
+) -> None:
+    signer, key_file = service_key
+    vkey = signer.verifier.encode()
+    db = ["--database-url", database_url]
+    for i in range(2):
+        await _game(store, f"g{i}", seed=10 + i)
+    await _game(store, "elsewhere", seed=20, tournament="other")
+
+    async def checkpoint() -> dict[str, Any]:
+        code, out, err = await cli(
+            capsys, "checkpoint", "--tournament", "cup", "--key-file", str(key_file), "--json", *db
+        )
+        assert code == 0, err
+        result: dict[str, Any] = json.loads(out)
+        return result
+
+    first = await checkpoint()
+    assert first["size"] == 2 and first["origin"] == f"{SERVICE}/tournament/cup"
+    old = _write(tmp_path / "old.note", first["note"])
+
+    await _game(store, "g2", seed=12)
+    second = await checkpoint()
+    assert second["size"] == 3
+    new = _write(tmp_path / "new.note", second["note"])
+
+    code, out, err = await cli(capsys, "prove", "--tournament", "cup", "--game", "g1", *db)
+    assert code == 0, err
+    inclusion = json.loads(out)
+    assert (inclusion["size"], inclusion["leaf"]["game_id"]) == (3, "g1")
+    proof = _write(tmp_path / "inclusion.json", out)
+    check = ["check-proof", "--checkpoint", str(new), "--key", vkey]
+    code, out, _ = await cli(capsys, *check, "--proof", str(proof))
+    assert code == 0, out
+
+    for name, tampered in [
+        ("index", {**inclusion, "index": 0}),
+        (
+            "version",
+            {**inclusion, "leaf": {**inclusion["leaf"], "version": inclusion["leaf"]["version"] - 1}},
+        ),
+        ("hash", {**inclusion, "proof": [("00" * 32), *inclusion["proof"][1:]]}),
+    ]:
+        bad = _write(tmp_path / f"bad-{name}.json", json.dumps(tampered))
+        code, out, _ = await cli(capsys, *check, "--proof", str(bad))
+        assert code == 1 and "INVALID" in out, name
+    code, out, _ = await cli(
+        capsys, "check-proof", "--checkpoint", str(old), "--key", vkey, "--proof", str(proof)
+    )
+    assert code == 1  # the proof is for the tree of three, the old checkpoint has two
+
+    code, out, err = await cli(capsys, "prove", "--tournament", "cup", "--from-size", "2", *db)
+    assert code == 0, err
+    consistency = _write(tmp_path / "consistency.json", out)
+    code, out, _ = await cli(capsys, *check, "--old-checkpoint", str(old), "--proof", str(consistency))
+    assert code == 0, out
+    swapped = ["check-proof", "--checkpoint", str(old), "--old-checkpoint", str(new), "--key", vkey]
+    code, out, _ = await cli(capsys, *swapped, "--proof", str(consistency))
+    assert code == 1
+    bent = json.loads(consistency.read_text())
+    bent["proof"][0] = "11" * 32
+    code, out, _ = await cli(
+        capsys,
+        *check,
+        "--old-checkpoint",
+        str(old),
+        "--proof",
+        str(_write(tmp_path / "bent.json", json.dumps(bent))),
+    )
+    assert code == 1 and "INVALID" in out
+
+
+async def test_a_witness_cosignature_meets_a_threshold(
+    capsys: pytest.CaptureFixture[str],
+    store: EventStore,
+    database_url: str,
+    service_key: tuple[Signer, Path],
+    tmp_path: Path,
+) -> None:
+    signer, key_file = service_key
+    witness = Signer.generate("organiser.example")
+    witness_file = tmp_path / "witness.key"
+    write_signer(witness, witness_file)
+    await _game(store, "w0", seed=30)
+    code, note, err = await cli(
+        capsys,
+        "checkpoint",
+        "--tournament",
+        "cup",
+        "--key-file",
+        str(key_file),
+        "--database-url",
+        database_url,
+    )
+    assert code == 0, err
+    plain = _write(tmp_path / "plain.note", note)
+    code, cosigned, err = await cli(
+        capsys,
+        "cosign",
+        "--checkpoint",
+        str(plain),
+        "--key-file",
+        str(witness_file),
+        "--log-key",
+        signer.verifier.encode(),
+    )
+    assert code == 0, err
+    assert cosigned.startswith(note.rstrip("\n").rsplit("\n", 1)[0])  # the text and the service's line kept
+    signed = _write(tmp_path / "cosigned.note", cosigned)
+    code, out, err = await cli(
+        capsys, "prove", "--tournament", "cup", "--game", "w0", "--database-url", database_url
+    )
+    proof = _write(tmp_path / "proof.json", out)
+    trust = ["--key", signer.verifier.encode(), "--witness", witness.verifier.encode(), "--threshold", "1"]
+    code, out, _ = await cli(
+        capsys, "check-proof", "--checkpoint", str(signed), "--proof", str(proof), *trust
+    )
+    assert code == 0, out
+    code, out, _ = await cli(capsys, "check-proof", "--checkpoint", str(plain), "--proof", str(proof), *trust)
+    assert code == 1 and "witness" in out
