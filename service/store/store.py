@@ -26,6 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 from .errors import GameExists
 from .games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
 from .global_order import Connection
+from .group_commit import DEFAULT_MAX_BATCH
 from .interface import Store
 from .migrate import APP_ROLE as APP_ROLE
 from .migrate import apply_migrations
@@ -45,14 +46,28 @@ class EventStore(PostgresStreams, PostgresGames, Store):
     ``async with``). All methods are safe to call concurrently from many tasks.
     """
 
-    def __init__(self, dsn: str, pool: AsyncConnectionPool[Connection]) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        pool: AsyncConnectionPool[Connection],
+        *,
+        group_commit: bool = True,
+        max_batch: int = DEFAULT_MAX_BATCH,
+    ) -> None:
         """Use :meth:`open`; this only wires an already opened pool."""
-        PostgresStreams.__init__(self, dsn, pool)
+        PostgresStreams.__init__(self, dsn, pool, group_commit=group_commit, max_batch=max_batch)
         PostgresGames.__init__(self, pool)
 
     @classmethod
     async def open(
-        cls, dsn: str, *, min_size: int = 1, max_size: int = 10, timeout: float = DEFAULT_TIMEOUT
+        cls,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = DEFAULT_TIMEOUT,
+        group_commit: bool = True,
+        max_batch: int = DEFAULT_MAX_BATCH,
     ) -> EventStore:
         """Open a pool of ``min_size``..``max_size`` connections to ``dsn``; waits for the first ones.
 
@@ -66,6 +81,13 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         act with the login's own privileges: the store takes no role with ``SET ROLE``, which that login
         could undo with ``RESET ROLE``; restricting the service is its login's business (``uno-audit
         serve`` refuses one that could change the events).
+
+        ``group_commit`` (default on): appends that wait at the same time — commands of different games
+        arriving while another append is in flight — are sent together, at most ``max_batch`` at once,
+        as one statement, so one round trip and one commit serve them all, while each keeps its own
+        version check, idempotency, hash chain and outcome (:mod:`service.store.group_commit`). A lone
+        append is sent at once, as without it. ``group_commit=False`` sends each append as a statement
+        of its own, each on its own pooled connection.
         """
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             dsn,
@@ -81,10 +103,11 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         except BaseException:
             await pool.close()
             raise
-        return cls(dsn, pool)
+        return cls(dsn, pool, group_commit=group_commit, max_batch=max_batch)
 
     async def close(self) -> None:
-        """Close the pool (waits for connections in use to come back)."""
+        """Close the pool (waits for queued appends to be sent, and connections in use to come back)."""
+        await self._drain()
         await self._pool.close()
 
     def connection(self) -> AbstractAsyncContextManager[Connection]:

@@ -42,6 +42,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from .errors import CommandReused, GameNotFound, StoreError, VersionConflict
 from .global_order import Connection, GlobalReader
+from .group_commit import DEFAULT_MAX_BATCH, GroupCommit, Pending
 from .interface import StreamStore, Wakeups
 from .model import (
     GENESIS_HASH,
@@ -126,9 +127,20 @@ class PostgresStreams(StreamStore):
     :class:`~service.store.EventStore` is one (it opens the pool and adds the game catalogue).
     """
 
-    def __init__(self, dsn: str, pool: AsyncConnectionPool[Connection]) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        pool: AsyncConnectionPool[Connection],
+        *,
+        group_commit: bool = True,
+        max_batch: int = DEFAULT_MAX_BATCH,
+    ) -> None:
+        """``group_commit``: appends waiting at the same time go together in one statement
+        (:mod:`service.store.group_commit`, at most ``max_batch`` at once); without it, each append is
+        one statement of its own."""
         self._dsn = dsn
         self._pool = pool
+        self._group = GroupCommit(pool, NOTIFY_CHANNEL, max_batch) if group_commit else None
 
     async def append(
         self,
@@ -157,43 +169,35 @@ class PostgresStreams(StreamStore):
         ``metadata`` is stored with every event, plus ``command_id``.
         """
         check_append(expected_version, events)
-        async with self._pool.connection() as conn:
-            if prev_hash is None:
+        if prev_hash is None:
+            async with self._pool.connection() as conn:
                 prev_hash = await _stored_hash(conn, game_id, expected_version)
                 if prev_hash is None:
                     return await _settle_failed_append(
                         conn, command_id, game_id, expected_version, request_hash
                     )
-            batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id)
-            try:
-                # Autocommit: the single statement is its own transaction, one round trip in all.
-                cursor = await conn.execute(_APPEND, write_params(batch, request_hash), prepare=True)
-                returned = await cursor.fetchall()
-            except (
-                pg_errors.UniqueViolation,
-                pg_errors.ForeignKeyViolation,
-                pg_errors.CheckViolation,
-            ) as error:
-                constraint = error.diag.constraint_name
-                if constraint == "events_hash_chain":
-                    earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
-                    if earlier is not None:
-                        return earlier
-                    actual = await _stream_version(conn, game_id)
-                    if actual == expected_version:
-                        raise StoreError(
-                            f"game {game_id!r}: the given prev_hash is not the stored hash of version "
-                            f"{expected_version} (a stale or corrupt cache?)"
-                        ) from None
-                    raise VersionConflict(game_id, expected_version, actual) from None
-                if constraint in _SETTLED_CONSTRAINTS:
-                    return await _settle_failed_append(
-                        conn, command_id, game_id, expected_version, request_hash
-                    )
-                raise
-            if not returned:  # the command id was recorded before: nothing was written now
-                return await earlier_result(conn, command_id, game_id, request_hash)
-        return batch.result(returned)
+        batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id)
+        if self._group is not None:
+            outcome = await self._group.submit(Pending(batch, request_hash))
+            if isinstance(outcome, AppendResult):
+                return outcome
+            if isinstance(outcome, BaseException):
+                raise outcome
+            # ALONE: the group could not settle this command; the single statement will.
+        async with self._pool.connection() as conn:
+            return await _append_alone(conn, batch, request_hash)
+
+    def group_commit_stats(self) -> dict[str, int]:
+        """Groups sent and the commands they carried since the store opened (both 0 without group
+        commit): the mean group size is their ratio."""
+        if self._group is None:
+            return {"groups": 0, "commands": 0}
+        return {"groups": self._group.groups, "commands": self._group.commands}
+
+    async def _drain(self) -> None:
+        """Let queued appends finish (before the pool closes)."""
+        if self._group is not None:
+            await self._group.drain()
 
     async def read_stream(
         self, game_id: str, after_version: int = 0, limit: int | None = None
@@ -376,6 +380,40 @@ async def _stream_version(conn: Connection, game_id: str) -> int:
     row = await cursor.fetchone()
     assert row is not None
     return int(row[0])
+
+
+async def _append_alone(conn: Connection, batch: Batch, request_hash: bytes) -> AppendResult:
+    """Write one command with :data:`_APPEND`, its own transaction, and settle a refusal: the path of
+    every append without group commit, and of a command its group could not settle."""
+    game_id, command_id = batch.game_id, batch.command_id
+    expected_version = batch.first_version - 1
+    try:
+        # Autocommit: the single statement is its own transaction, one round trip in all.
+        cursor = await conn.execute(_APPEND, write_params(batch, request_hash), prepare=True)
+        returned = await cursor.fetchall()
+    except (
+        pg_errors.UniqueViolation,
+        pg_errors.ForeignKeyViolation,
+        pg_errors.CheckViolation,
+    ) as error:
+        constraint = error.diag.constraint_name
+        if constraint == "events_hash_chain":
+            earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+            if earlier is not None:
+                return earlier
+            actual = await _stream_version(conn, game_id)
+            if actual == expected_version:
+                raise StoreError(
+                    f"game {game_id!r}: the given prev_hash is not the stored hash of version "
+                    f"{expected_version} (a stale or corrupt cache?)"
+                ) from None
+            raise VersionConflict(game_id, expected_version, actual) from None
+        if constraint in _SETTLED_CONSTRAINTS:
+            return await _settle_failed_append(conn, command_id, game_id, expected_version, request_hash)
+        raise
+    if not returned:  # the command id was recorded before: nothing was written now
+        return await earlier_result(conn, command_id, game_id, request_hash)
+    return batch.result(returned)
 
 
 async def _settle_failed_append(

@@ -1,0 +1,283 @@
+"""Group commit: appends that wait at the same time go to PostgreSQL together, in one statement.
+
+Why: an append is one short transaction, and what it costs is mostly fixed — a round trip, a statement
+to run, a commit and its WAL flush (``fsync``). Under load many appends for *different* games wait at
+once; sending them one transaction each pays the fixed cost once per command (and, past the pool's size,
+queues them for a connection anyway). Here they are sent as one statement, so the fixed cost is paid
+once per group.
+
+How (:class:`GroupCommit`): ``append`` puts its command in a queue and waits for its own outcome. One
+flusher task per store takes what is queued (at most ``max_batch`` commands, at most one per game) and
+sends it as :data:`BATCH_APPEND` on a pooled connection; appends that arrive meanwhile wait for the next
+group. There is no timer: a command that arrives when nothing is in flight is sent at once, alone, in one
+round trip; grouping only ever happens to commands that would have waited anyway.
+
+Each command keeps its own semantics inside the group, because the statement decides per command, from
+what the database holds, whether to write it (``checked``):
+
+* its command id recorded before (same game): nothing is written for it; its first result comes back
+  (``duplicate=True``), or :class:`~service.store.CommandReused` for another request;
+* otherwise it is written only if its game's last stored version is the version it expects and that
+  version's hash is its ``prev_hash``; else it fails alone with :class:`~service.store.VersionConflict`,
+  :class:`~service.store.GameNotFound` (no events: no game) or a :class:`~service.store.StoreError`
+  (wrong ``prev_hash``), as a single append would.
+
+The others are written in the same statement, hence committed together, atomically: a lost connection
+leaves all of the group or none of it (and a retry of a command whose reply was lost is a duplicate).
+The insert trigger and the constraints still check every row: the checks above only keep a command that
+would fail them out of the group, so that it fails alone. What they cannot see is another transaction
+committing to the same game after the statement's snapshot was taken (another instance of the service,
+a creation): the database then refuses the row and with it the whole statement, and every command of
+that group is sent again alone, through the single-command statement, which settles each one exactly as
+without group commit. A group holds one command per game because all of the statement's checks see the
+same snapshot: a second command for a game waits for the next group, where it sees the first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from .errors import CommandReused, GameNotFound, StoreError, VersionConflict
+from .global_order import Connection
+from .model import AppendResult, Batch
+
+#: The most commands in one group: enough to carry 64 games' commands at once, small enough that one
+#: statement stays short (a group is one transaction, and the gap-free reader waits for it).
+DEFAULT_MAX_BATCH = 64
+
+#: One statement for a group of commands, each of another game, notifying ``{channel}``. ``%(batch)s`` is a
+#: jsonb array with one object per command (see :func:`batch_item`). One row comes back per command, in the
+#: order given: what it wrote (``positions``, ``times``, ``xids``, none if nothing) and, for one that
+#: wrote nothing, why — its ledger row (``seen_*``) or its game's head (version, and whether its hash is
+#: the given one).
+BATCH_APPEND: Final = """
+WITH batch AS MATERIALIZED (
+    SELECT b.i, b.game_id, b.command_id, decode(b.request, 'hex') AS request, b.expected,
+           decode(b.prev, 'hex') AS prev, b.metadata, b.events
+      FROM jsonb_to_recordset(%(batch)s) AS b(
+               i int, game_id text, command_id text, request text, expected int, prev text,
+               metadata jsonb, events jsonb)
+), checked AS MATERIALIZED (
+    SELECT b.*, seen.request_sha256 AS seen_request, seen.first_version AS seen_first,
+           seen.last_version AS seen_last, seen.last_hash AS seen_hash,
+           head.version AS head_version, head.hash = b.prev AS linked
+      FROM batch b
+      LEFT JOIN LATERAL (
+          SELECT c.request_sha256, c.first_version, c.last_version,
+                 (SELECT e.hash FROM events e WHERE e.game_id = c.game_id AND e.version = c.last_version)
+                     AS last_hash
+            FROM commands c
+           WHERE c.game_id = b.game_id AND c.command_id = b.command_id
+      ) seen ON true
+      LEFT JOIN LATERAL (
+          SELECT e.version, e.hash FROM events e WHERE e.game_id = b.game_id ORDER BY e.version DESC LIMIT 1
+      ) head ON true
+), command AS (
+    INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version)
+    SELECT k.game_id, k.command_id, k.request, k.expected + 1, k.expected + jsonb_array_length(k.events)
+      FROM checked k
+     WHERE k.seen_request IS NULL AND k.head_version = k.expected AND k.linked
+     ORDER BY k.i
+    ON CONFLICT (game_id, command_id) DO NOTHING
+    RETURNING game_id, command_id
+), appended AS (
+    INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
+    SELECT k.game_id, k.expected + e.i::int, e.item->>'type', e.item->'payload', k.metadata,
+           decode(e.item->>'prev_hash', 'hex'), decode(e.item->>'hash', 'hex')
+      FROM command
+      JOIN checked k ON k.game_id = command.game_id AND k.command_id = command.command_id,
+           jsonb_array_elements(k.events) WITH ORDINALITY AS e(item, i)
+     ORDER BY k.i, e.i
+    RETURNING game_id, version, position, recorded_at, xid
+), notified AS MATERIALIZED (
+    SELECT pg_notify('{channel}', game_id) FROM command
+), written AS (
+    SELECT a.game_id, array_agg(a.position ORDER BY a.version) AS positions,
+           array_agg(a.recorded_at ORDER BY a.version) AS times,
+           array_agg(a.xid::text::bigint ORDER BY a.version) AS xids
+      FROM appended a
+     GROUP BY a.game_id
+)
+SELECT k.i, w.positions, w.times, w.xids, k.seen_request, k.seen_first, k.seen_last, k.seen_hash,
+       k.head_version, k.linked
+  FROM checked k
+  LEFT JOIN written w ON w.game_id = k.game_id
+ CROSS JOIN (SELECT count(*) FROM notified) n
+ ORDER BY k.i
+"""
+
+
+class Alone:
+    """The outcome "send this command again by itself": its group was refused as a whole, or it wrote
+    nothing for a reason the group's snapshot did not show (a race with another transaction)."""
+
+
+ALONE: Final = Alone()
+
+Outcome = AppendResult | BaseException | Alone
+
+
+def _new_future() -> asyncio.Future[Outcome]:
+    return asyncio.get_running_loop().create_future()
+
+
+@dataclass(slots=True)
+class Pending:
+    """A command waiting in the queue: its events, chained and hashed, and where its outcome goes."""
+
+    batch: Batch
+    request_hash: bytes
+    future: asyncio.Future[Outcome] = field(default_factory=_new_future)
+
+    def settle(self, outcome: Outcome) -> None:
+        """Hand ``outcome`` to the waiting caller (unless it stopped waiting: cancelled)."""
+        if not self.future.done():
+            self.future.set_result(outcome)
+
+
+def batch_item(index: int, pending: Pending) -> dict[str, Any]:
+    """One command of :data:`BATCH_APPEND`'s jsonb array."""
+    batch = pending.batch
+    return {
+        "i": index,
+        "game_id": batch.game_id,
+        "command_id": batch.command_id,
+        "request": pending.request_hash.hex(),
+        "expected": batch.first_version - 1,
+        "prev": batch.prev_hashes[0].hex(),
+        "metadata": batch.metadata,
+        "events": [
+            {"type": event.type, "payload": event.payload, "prev_hash": prev.hex(), "hash": digest.hex()}
+            for event, prev, digest in zip(batch.events, batch.prev_hashes, batch.hashes, strict=True)
+        ],
+    }
+
+
+def outcome_of(pending: Pending, row: Sequence[Any]) -> Outcome:
+    """What one command's row of :data:`BATCH_APPEND` means, in the order a single append decides it:
+    written; else an earlier run of the command id; else the game's head says why not."""
+    batch = pending.batch
+    _, positions, times, xids, seen_request, seen_first, seen_last, seen_hash, head_version, linked = row
+    if positions is not None:
+        written: list[tuple[int, datetime, int]] = list(zip(positions, times, xids, strict=True))
+        return batch.result(written)
+    if seen_request is not None:
+        if bytes(seen_request) != pending.request_hash:
+            return CommandReused(batch.command_id, "for another request")
+        return AppendResult(seen_first, seen_last, bytes(seen_hash), duplicate=True)
+    expected = batch.first_version - 1
+    if head_version is None:  # every stream starts with its game's first events: no events, no game
+        return GameNotFound(batch.game_id)
+    if head_version != expected:
+        return VersionConflict(batch.game_id, expected, head_version)
+    if not linked:
+        return StoreError(
+            f"game {batch.game_id!r}: the given prev_hash is not the stored hash of version {expected} "
+            "(a stale or corrupt cache?)"
+        )
+    return ALONE  # it passed every check but its ledger row was taken meanwhile: settle it alone
+
+
+class GroupCommit:
+    """The queue of one store's appends and the flusher that sends them in groups; see the module."""
+
+    def __init__(
+        self, pool: AsyncConnectionPool[Connection], channel: str, max_batch: int = DEFAULT_MAX_BATCH
+    ) -> None:
+        """Groups go through ``pool`` and notify ``channel`` (:data:`~service.store.streams.NOTIFY_CHANNEL`,
+        passed in because that module imports this one)."""
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be positive, not {max_batch}")
+        self._pool = pool
+        self._statement = BATCH_APPEND.format(channel=channel)
+        self._max_batch = max_batch
+        self._queue: deque[Pending] = deque()
+        self._flusher: asyncio.Task[None] | None = None
+        #: Groups sent and commands they carried (a group refused as a whole counts too): the mean
+        #: group size is ``commands / groups``.
+        self.groups = 0
+        self.commands = 0
+
+    async def submit(self, pending: Pending) -> Outcome:
+        """Queue ``pending``, make sure a flusher runs, and wait for the command's outcome."""
+        self._queue.append(pending)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="uno-audit-group-commit")
+        return await pending.future
+
+    async def drain(self) -> None:
+        """Wait until the queue is empty and no group is in flight (before the pool closes)."""
+        while self._flusher is not None and not self._flusher.done():
+            await asyncio.shield(self._flusher)
+
+    def _take(self) -> list[Pending]:
+        """The next group: queued commands in order, at most one per game and ``max_batch`` in all;
+        the rest stay queued in their order. Commands whose caller stopped waiting are dropped."""
+        group: list[Pending] = []
+        games: set[str] = set()
+        later: deque[Pending] = deque()
+        while self._queue and len(group) < self._max_batch:
+            pending = self._queue.popleft()
+            if pending.future.done():
+                continue
+            if pending.batch.game_id in games:
+                later.append(pending)
+            else:
+                games.add(pending.batch.game_id)
+                group.append(pending)
+        later.extend(self._queue)
+        self._queue = later
+        return group
+
+    async def _flush(self) -> None:
+        while self._queue:
+            group = self._take()
+            if group:
+                await self._send(group)
+
+    async def _send(self, group: list[Pending]) -> None:
+        """Send one group and hand each command its outcome; never raises (but when cancelled)."""
+        self.groups += 1
+        self.commands += len(group)
+        params = {"batch": Jsonb([batch_item(i, pending) for i, pending in enumerate(group)])}
+        try:
+            async with self._pool.connection() as conn:
+                # Autocommit: the one statement is the group's transaction.
+                cursor = await conn.execute(self._statement, params, prepare=True)
+                rows = await cursor.fetchall()
+        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+            # The connection or the server failed (or no connection came): the statement committed
+            # entirely or not at all, and nobody can tell which; each caller gets the error (a retry with
+            # the same command id finds out, as after any lost reply).
+            for pending in group:
+                pending.settle(error)
+            return
+        except psycopg.Error:
+            # The database refused the group because of one command (a race the checks could not see,
+            # a value it cannot store): nothing of it was written; each command is sent again alone.
+            for pending in group:
+                pending.settle(ALONE)
+            return
+        except BaseException as error:
+            for pending in group:
+                pending.settle(error if isinstance(error, Exception) else StoreError("append interrupted"))
+            raise
+        if len(rows) != len(group):  # cannot happen: one row per command
+            mismatch = StoreError(f"a group of {len(group)} commands returned {len(rows)} rows")
+            for pending in group:
+                pending.settle(mismatch)
+            return
+        for pending, row in zip(group, rows, strict=True):
+            try:
+                pending.settle(outcome_of(pending, row))
+            except Exception as error:  # a row that cannot be read fails its own command only
+                pending.settle(error)
