@@ -116,16 +116,11 @@ PROMPTED = '{"player": 2, "pointer": null, "awaiting": "play", "new_turn": true}
 # The store's write statement (service/store/streams.py, write_statement) with the events spelt out:
 # one statement, hence one transaction. Versions :v-1 and :v; hashes sha256(game/version).
 PGBENCH_SCRIPT = """\\set v :v + 2
-WITH claim AS (
-    INSERT INTO command_ids (command_id, game_id)
-    VALUES ('pgb-' || :run || '-' || :client_id || '-' || :v, 'pgb-' || :run || '-' || :client_id)
-    ON CONFLICT (command_id) DO NOTHING
-    RETURNING game_id
-), command AS (
+WITH command AS (
     INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version)
-    SELECT claim.game_id, 'pgb-' || :run || '-' || :client_id || '-' || :v,
-           sha256(convert_to('request/' || :run || '/' || :client_id || '/' || :v, 'UTF8')), :v - 1, :v
-      FROM claim
+    VALUES ('pgb-' || :run || '-' || :client_id, 'pgb-' || :run || '-' || :client_id || '-' || :v,
+            sha256(convert_to('request/' || :run || '/' || :client_id || '/' || :v, 'UTF8')), :v - 1, :v)
+    ON CONFLICT (game_id, command_id) DO NOTHING
     RETURNING game_id
 ), appended AS (
     INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
