@@ -8,7 +8,12 @@ A record gives the cards that come from the pile in one of three ways (:class:`R
 * ``HANDS`` — no seed and no deck order: each round's dealt ``hands`` and ``first`` cards, and every line
   lists the cards its action took from the pile, the item boxes' flips and the cards the launcher fired.
 
-A round whose deck order was never known (a table game) is written with ``hands`` in every mode. Launcher
+A round whose deck order was never known (a table game) is written with ``hands`` in every mode.
+
+The house rules (digest §9) need no line of their own: a jump-in is a play line with ``"jump_in": true``, a
+7's swap partner its ``target``, a rotation or a swap a consequence of the play, a stacked penalty taken an
+``accept`` line (its cards or presses listed like any imposed draw), and one draw under draw-to-match one
+``draw`` line however many cards it took. Launcher
 presses are written as counts (with a deck) or card lists (without), one per press, on the line that
 caused them. Every item carries the number of its line in the canonical text (header 1, then one line
 per command), so that reports on the record can point at them. The three records of one game replay to
@@ -217,6 +222,7 @@ def _action(
             cards=taken,
             fired=fired,
             flip=flips[0] if flips and not with_deck else None,
+            jump_in=command.jump_in,
         )
     if isinstance(command, Press):
         return Action(
@@ -255,11 +261,12 @@ def _action(
         )
     if isinstance(command, Reshuffle):
         return Action(line=line, by=None, kind=ActionKind.RESHUFFLE, pile=command.pile)
-    simple = {
-        Draw: ActionKind.DRAW,
-        Pass: ActionKind.PASS,
-        CallUno: ActionKind.CALL_UNO,
-        Accept: ActionKind.ACCEPT,
-    }
-    assert isinstance(command, Draw | Pass | CallUno | Accept)
+    if isinstance(command, Accept):
+        # A W+4 accepted, or a stacked penalty taken (``house.stacking``): in UNO Attack a stack of Hit 2
+        # and Wild Hit 4 is taken as launcher presses, which the line gives like any imposed press.
+        return Action(line=line, by=players[command.player], kind=ActionKind.ACCEPT, cards=taken, fired=fired)
+    # A draw under house.draw-to-match takes several cards (one CardDrawn each): still one line, whose
+    # ``cards`` (without a deck) lists them all in order.
+    simple = {Draw: ActionKind.DRAW, Pass: ActionKind.PASS, CallUno: ActionKind.CALL_UNO}
+    assert isinstance(command, Draw | Pass | CallUno)
     return Action(line=line, by=players[command.player], kind=simple[type(command)], cards=taken)

@@ -54,12 +54,14 @@ from service.rules.events import (
     Event,
     GameCreated,
     GameEnded,
+    JumpedIn,
     LauncherPressed,
     Passed,
     PileReshuffled,
     Prompted,
     RoundEnded,
     RoundStarted,
+    StackAccepted,
     UnoCalled,
     UnoCaught,
     Wd4Accepted,
@@ -427,6 +429,11 @@ def _command_of(prompted: Prompted | None, events: tuple[Event, ...], position: 
             if not any(isinstance(e, RoundStarted) for e in events):
                 raise LogError(f"the events at {position} draw for the dealer but deal no round", position)
             return StartRound()
+        if isinstance(event, JumpedIn):  # house.jump-in: the CardPlayed that follows is the play
+            played = next((e for e in events if isinstance(e, CardPlayed)), None)
+            if played is None or played.player != event.player:
+                raise LogError(f"the jump-in at {position} is followed by no play of its player", position)
+            return Play(played.player, played.card, played.colour, played.uno, played.target, jump_in=True)
         if isinstance(event, CardPlayed):
             return Play(event.player, event.card, event.colour, event.uno, event.target)
         if isinstance(event, CardDrawn):
@@ -442,7 +449,7 @@ def _command_of(prompted: Prompted | None, events: tuple[Event, ...], position: 
             return Catch(event.by, event.target)
         if isinstance(event, Wd4Challenged):
             return Challenge(event.player)
-        if isinstance(event, Wd4Accepted):
+        if isinstance(event, Wd4Accepted | StackAccepted):  # a stacked penalty taken: house.stacking
             return Accept(event.player)
         if isinstance(event, ColourChosen):
             return Choose(event.player, colour=event.colour)

@@ -11,7 +11,9 @@ types it is handed:
 
 * every line is one JSON object with no duplicate keys and no ``NaN``/``Infinity``;
 * the header comes first, names the format, a known variant, 2–10 distinct players and options that
-  :func:`service.rules.options.make_options` accepts, and a seed that matches its committed hash;
+  :func:`service.rules.options.make_options` accepts (the house rules of the digest's §9 among them), and
+  a seed that matches its committed hash. Options it refuses break ``setup.options``: the game cannot be
+  set up at all, so the error's message starts with that rule id and names the option;
 * round lines are numbered 1, 2, 3… and give either the complete ``deck`` or the ``hands`` of every
   player and the ``first`` flipped card(s);
 * every action line has exactly one action key, a ``by`` naming a player (except ``reshuffle``, where
@@ -38,11 +40,12 @@ non-ASCII characters written as they are, no blank or comment lines, and keys in
 
 * header: ``record``, ``variant``, ``players``, ``options``, ``seed_sha256``, ``seed``;
 * round line: ``round``, ``dealer``, ``deck``, ``hands``, ``first``, ``cards``, ``fired``, ``reshuffle``;
-* action line: ``by``, the action key, then ``colour``, ``uno``, ``target``, ``applied``, ``flip``,
-  ``cards``, ``fired``, ``reshuffle``.
+* action line: ``by``, the action key, then ``colour``, ``uno``, ``target``, ``jump_in``, ``applied``,
+  ``flip``, ``cards``, ``fired``, ``reshuffle``.
 
-Optional keys are written only when they say something (``uno`` only when true, ``cards``/``fired``
-only when non-empty); per-player objects list the players in seat order, ``options`` are sorted by name.
+Optional keys are written only when they say something (``uno`` and ``jump_in`` only when true,
+``cards``/``fired`` only when non-empty); per-player objects list the players in seat order, ``options``
+are sorted by name.
 Equal records (line numbers aside) are therefore written as the same text.
 """
 
@@ -63,6 +66,7 @@ from service.limits import MAX_JSON_DEPTH, json_depth
 from service.rules.cards import Card, CardError, Colour, tokens
 from service.rules.options import Variant, make_options
 from service.rules.setup import MAX_NAME, valid_name
+from service.rules.violations import Rule
 
 #: The value of the header's ``record`` key for this version of the format.
 FORMAT = "uno-game-record/1"
@@ -168,8 +172,8 @@ class Action:
     kind          line                                   fields
     ============  =====================================  ===============================================
     PLAY          ``{"by": P, "play": "R+2", ...}``      ``card``; optional ``colour`` (a wild),
-                                                         ``uno``, ``target``, ``flip``, ``cards``,
-                                                         ``fired``
+                                                         ``uno``, ``target``, ``jump_in``, ``flip``,
+                                                         ``cards``, ``fired``
     DRAW          ``{"by": P, "draw": true}``            optional ``cards`` (what was drawn, written
                                                          ``"cards": [...]`` or per player)
     PASS          ``{"by": P, "pass": true}``            —
@@ -181,7 +185,8 @@ class Action:
                                                          (``"penalty"``/``"none"``), ``cards``, ``fired``
     CHALLENGE     ``{"by": P, "challenge": true}``       optional ``applied`` (``"upheld"``/
                                                          ``"failed"``), ``cards``
-    ACCEPT        ``{"by": P, "accept": true}``          optional ``cards``
+    ACCEPT        ``{"by": P, "accept": true}``          optional ``cards``, ``fired`` (a W+4, or a
+                                                         stacked penalty: ``house.stacking``)
     CHOOSE        ``{"by": P, "choose": {...}}``         exactly one of ``colour`` (``{"colour": "B"}``)
                                                          and ``target`` (``{"target": "cy"}``); optional
                                                          ``cards``
@@ -195,8 +200,10 @@ class Action:
         card: the card played (PLAY).
         colour: the colour chosen for a played wild (PLAY), or the colour chosen (CHOOSE).
         uno: whether UNO was called with the play (PLAY).
-        target: the player named by the play (PLAY: WAA, TH, a customizable), caught (CATCH) or
-            chosen (CHOOSE: Green Shell).
+        target: the player named by the play (PLAY: WAA, TH, a customizable, a 7 under
+            ``house.seven-o``), caught (CATCH) or chosen (CHOOSE: Green Shell).
+        jump_in: the play was made out of turn on an identical card (PLAY, ``house.jump-in``). The line
+            says so because a play out of turn without it is a different thing: ``turn.order`` broken.
         applied: what the table did: ``"penalty"``/``"none"`` (CATCH), ``"upheld"``/``"failed"``
             (CHALLENGE); ``None`` when the record does not say.
         cards: the cards each listed player took from the pile because of this line (required in a
@@ -224,6 +231,7 @@ class Action:
     flip: Card | None = None
     pile: tuple[Card, ...] | None = None
     reshuffles: tuple[tuple[Card, ...], ...] = ()
+    jump_in: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,14 +260,14 @@ _ROUND_KEYS = ("round", "dealer", "deck", "hands", "first", "cards", "fired", "r
 _ACTION_KEYS = tuple(kind.value for kind in ActionKind)
 #: The keys each action may carry besides ``by`` and its action key, in canonical order.
 _MODIFIERS: dict[ActionKind, tuple[str, ...]] = {
-    ActionKind.PLAY: ("colour", "uno", "target", "flip", "cards", "fired", "reshuffle"),
+    ActionKind.PLAY: ("colour", "uno", "target", "jump_in", "flip", "cards", "fired", "reshuffle"),
     ActionKind.DRAW: ("cards", "reshuffle"),
     ActionKind.PASS: (),
     ActionKind.PRESS: ("fired", "reshuffle"),
     ActionKind.CALL_UNO: (),
     ActionKind.CATCH: ("applied", "cards", "fired", "reshuffle"),
     ActionKind.CHALLENGE: ("applied", "cards", "reshuffle"),
-    ActionKind.ACCEPT: ("cards", "reshuffle"),
+    ActionKind.ACCEPT: ("cards", "fired", "reshuffle"),
     ActionKind.CHOOSE: ("cards", "reshuffle"),
     ActionKind.RESHUFFLE: (),
 }
@@ -444,7 +452,9 @@ def _read_header(number: int, obj: dict[str, Any]) -> RecordHeader:
     try:
         make_options(variant, options)
     except ValueError as error:  # OptionError, or anything else the options module rejects
-        line.fail(str(error))
+        # ``setup.options``: an unknown option, a bad value, a house rule the rule set does not have. The
+        # game cannot even be set up, so this is a read error (exit 2), named by its rule id.
+        line.fail(f"{Rule.SETUP_OPTIONS.value}: {error}")
     seed_sha256 = obj.get("seed_sha256")
     if "seed_sha256" in obj:
         if not isinstance(seed_sha256, str) or not _SHA256.fullmatch(seed_sha256):
@@ -548,6 +558,9 @@ def _read_action(
     uno = obj.get("uno", False)
     if not isinstance(uno, bool):
         line.fail(f"'uno' must be true or false, not {_json_type(uno)}")
+    jump_in = obj.get("jump_in", False)
+    if not isinstance(jump_in, bool):
+        line.fail(f"'jump_in' must be true or false, not {_json_type(jump_in)}")
     applied = obj.get("applied")
     if "applied" in obj and applied not in _APPLIED[kind]:
         allowed = " or ".join(map(repr, _APPLIED[kind]))
@@ -566,6 +579,7 @@ def _read_action(
         flip=_read_flip(line, obj),
         pile=line.cards(value, "reshuffle") if kind is ActionKind.RESHUFFLE else None,
         reshuffles=_read_reshuffles(line, obj, kind),
+        jump_in=jump_in,
     )
 
 
@@ -751,6 +765,8 @@ def _action_json(action: Action, players: tuple[str, ...]) -> dict[str, Any]:
         out["uno"] = True
     if action.target is not None and action.kind not in (ActionKind.CATCH, ActionKind.CHOOSE):
         out["target"] = action.target
+    if action.jump_in:
+        out["jump_in"] = True
     if action.applied is not None:
         out["applied"] = action.applied
     if action.flip is not None:

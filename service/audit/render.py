@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from service.rules.cards import Card, Colour, tokens
+from service.rules.cards import Card, Colour
 
 from .game_report import (
     Adjudication,
@@ -28,7 +28,7 @@ from .game_report import (
     SeedStatus,
     StoredForm,
 )
-from .report import Evidence, Finding, Outcome, RulesReport, Ruling, Unit
+from .report import Evidence, Finding, Outcome, RulesReport, Ruling, StackedChallengeEvidence, Unit
 
 if TYPE_CHECKING:  # the event store's modules load only with a stored game
     from .log import Dispute
@@ -70,9 +70,17 @@ def finding_line(finding: Finding, unit: Unit) -> str:
 
 def _ruling_line(ruling: Ruling, unit: Unit) -> str:
     why = f" ({ruling.reason})" if ruling.reason else ""
+    evidence = ruling.evidence
+    # Under house.stacking a challenge no longer costs 4 or 6: say who takes how many, and why so many.
+    stacked = (
+        f"; {evidence.penalised} takes {evidence.penalty} ({evidence.pending} pending, stacked by "
+        f"{' '.join(evidence.stacked_by)})"
+        if isinstance(evidence, StackedChallengeEvidence)
+        else ""
+    )
     return (
         f"{unit.value} {ruling.at}: {ruling.kind.value} by {ruling.by} against {ruling.against}: "
-        f"{ruling.verdict.value} [{ruling.rule.value}]{why}; {_TABLE_SAID[ruling.applied_ok]}"
+        f"{ruling.verdict.value} [{ruling.rule.value}]{why}{stacked}; {_TABLE_SAID[ruling.applied_ok]}"
     )
 
 
@@ -255,7 +263,10 @@ def _evidence_lines(evidence: Evidence) -> list[str]:
         elif fact.name in evidence.PLACES:
             text = f"position {value}"
         elif isinstance(value, tuple):
-            text = " ".join(tokens(value)) or "(none)"
+            # Cards by their tokens, names (who stacked on a Wild Draw Four) as they are.
+            text = " ".join(v if isinstance(v, str) else v.token for v in value) or "(none)"
+        elif isinstance(value, int | str):
+            text = str(value)  # a stacked total, a penalty and who takes it (house.stacking)
         else:
             assert isinstance(value, Card | Colour)
             text = value.token if isinstance(value, Card) else value.value

@@ -71,7 +71,8 @@ def _evidence_json(value: object) -> object:
     if isinstance(value, Colour):
         return value.value
     if isinstance(value, tuple):
-        return tokens(value)
+        # Cards as their tokens; a tuple of names (who stacked) as it is.
+        return [item if isinstance(item, str) else item.token for item in value]
     return value
 
 
@@ -121,6 +122,22 @@ class ChallengeEvidence(_Evidence):
 
 
 @dataclass(frozen=True, slots=True)
+class StackedChallengeEvidence(ChallengeEvidence):
+    """A challenge in a game played with ``house.stacking``: the Wild Draw Four's own evidence, and what
+    the answer costs, since it is no longer always 4 and 6. ``pending`` is the total waiting when the
+    challenge was made (4 for a W+4 on its own, more when cards were stacked under or on it);
+    ``stacked_by`` names who played the pending cards, in order (the offender last); ``penalised`` and
+    ``penalty`` say who takes how many cards by the verdict: the offender ``pending`` when it is upheld,
+    the challenger ``pending`` + 2 when it fails. Without them an arbiter sees 8 cards move on a
+    challenge and cannot tell why."""
+
+    pending: int
+    stacked_by: tuple[str, ...]
+    penalised: str
+    penalty: int
+
+
+@dataclass(frozen=True, slots=True)
 class RefusedChallengeEvidence(_Evidence):
     """A challenge its player may not make (not the victim, too late, no Wild Draw Four to answer) is
     judged on no hand: its evidence is only where the last Wild Draw Four was played."""
@@ -130,7 +147,7 @@ class RefusedChallengeEvidence(_Evidence):
     played_at: int | None
 
 
-Evidence = CatchEvidence | ChallengeEvidence | RefusedChallengeEvidence
+Evidence = CatchEvidence | ChallengeEvidence | StackedChallengeEvidence | RefusedChallengeEvidence
 
 
 @dataclass(frozen=True, slots=True)

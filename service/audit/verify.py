@@ -50,12 +50,13 @@ from service.rules.events import (
     CardDrawn,
     CardPlayed,
     Event,
+    HandsRotated,
     HandsTraded,
     UnoCalled,
     UnoCaught,
     Wd4Challenged,
 )
-from service.rules.options import Variant, make_options
+from service.rules.options import Stacking, Variant, make_options
 from service.rules.state import HAND_SIZE, State, new_state
 from service.rules.uno import catch_reason
 from service.rules.violations import Impossible, Rule, Violation
@@ -73,6 +74,7 @@ from .report import (
     RoundScore,
     RulesReport,
     Ruling,
+    StackedChallengeEvidence,
     Verdict,
 )
 
@@ -323,7 +325,7 @@ class Replay:
         target = self.seat[action.target] if action.target is not None else None
         if kind is ActionKind.PLAY:
             assert action.card is not None
-            return Play(seat, action.card, action.colour, action.uno, target, supply)
+            return Play(seat, action.card, action.colour, action.uno, target, supply, action.jump_in)
         if kind is ActionKind.DRAW:
             return Draw(seat, supply)
         if kind is ActionKind.PASS:
@@ -404,10 +406,20 @@ class Replay:
         command = Challenge(seat, self.supply(action.cards, action.fired, (), action.reshuffles))
         found = check(state, command)
         if found is not None or state.wd4 is None:
-            # Not the victim's to make, or too late: rejected, so it changes nothing (nothing is applied).
+            # Not the victim's to make, or too late, or not heard at all (``house.wd4-any-time``; a player
+            # who stacked on the W+4, ``house.stacking``): rejected, so it changes nothing and nothing is
+            # applied. It fails, on no hand: the offender's hand is shown only to a challenge that is heard.
             message = found.message if found is not None else "no Wild Draw Four to challenge"
-            self.violation(line, Rule.WD4_CHALLENGE, message)
+            rule = (
+                found.rule
+                if found is not None and found.rule in _REFUSING_HOUSE_RULES
+                else Rule.WD4_CHALLENGE
+            )
+            self.violation(line, rule, message)
             offender = state.wd4.offender if state.wd4 is not None else self.wd4_by
+            if rule is Rule.HOUSE_STACKING and seat in state.stackers[1:]:
+                # A stacker's challenge would be of the card they stacked on: its player's, not their own.
+                offender = state.stackers[state.stackers.index(seat) - 1]
             self.report.rulings.append(
                 Ruling(
                     line,
@@ -415,13 +427,14 @@ class Replay:
                     self.players[seat],
                     self.players[offender] if offender is not None else "",
                     Verdict.FAILED,
-                    Rule.WD4_CHALLENGE,
+                    rule,
                     RefusedChallengeEvidence(self.wd4_line),
                     message,
                     None if action.applied is None else action.applied == "failed",
                 )
             )
             return
+        pending, stackers = state.pending, state.stackers
         upheld = None if action.applied is None else action.applied == "upheld"
         events = self.apply(line, command, upheld=upheld)
         judged = next(e for e in events if isinstance(e, Wd4Challenged))
@@ -443,19 +456,36 @@ class Replay:
                 self.players[judged.offender],
                 Verdict.UPHELD if verdict_upheld else Verdict.FAILED,
                 Rule.WD4_CHALLENGE_UPHELD if verdict_upheld else Rule.WD4_CHALLENGE_FAILED,
-                ChallengeEvidence(
-                    judged.hand,
-                    judged.colour,
-                    state.wd4.top if state.wd4 else None,
-                    judged.matching,
-                    self.wd4_line,
-                ),
+                self.challenge_evidence(state, judged, verdict_upheld, pending, stackers),
                 None,
                 applied_ok,
             )
         )
         self.check_pile(line, events, action.cards, action.fired, None, action.reshuffles)
         self.after(line, state, events)
+
+    def challenge_evidence(
+        self, state: State, judged: Wd4Challenged, upheld: bool, pending: int, stackers: tuple[int, ...]
+    ) -> ChallengeEvidence:
+        """The evidence of a challenge that was heard: the offender's hand as played and what made it
+        illegal; in a game with ``house.stacking`` also the total pending (``pending``, before the
+        challenge), who stacked it (``stackers``) and who takes how many cards by the verdict — the
+        offender the total, or the challenger the total and 2 — since that is no longer always 4 or 6."""
+        top = state.wd4.top if state.wd4 else None
+        if state.options.stacking is Stacking.OFF:
+            return ChallengeEvidence(judged.hand, judged.colour, top, judged.matching, self.wd4_line)
+        total = pending or 4
+        return StackedChallengeEvidence(
+            judged.hand,
+            judged.colour,
+            top,
+            judged.matching,
+            self.wd4_line,
+            pending=total,
+            stacked_by=tuple(self.players[seat] for seat in stackers),
+            penalised=self.players[judged.offender if upheld else judged.player],
+            penalty=total if upheld else total + 2,
+        )
 
     # --- bookkeeping ------------------------------------------------------------------------------
 
@@ -521,7 +551,13 @@ class Replay:
         new_hands: set[int] = set()  # players whose hand this line replaced: a window may open anew
         spoke: set[int] = set()  # players who called or were caught on this line
         for event in events:
-            if isinstance(event, CardPlayed | HandsTraded):
+            if isinstance(event, HandsRotated):
+                # A 0 under house.seven-o: every hand changed, so every window may open anew.
+                for seat in range(len(self.players)):
+                    new_hands.add(seat)
+                    for book in (self.window_opened, self.window_closed, self.called_at, self.caught_at):
+                        book.pop(seat, None)
+            elif isinstance(event, CardPlayed | HandsTraded):
                 # The player's hand changed with the play; a trade's other player's with the trade.
                 seat = event.player if isinstance(event, CardPlayed) else event.other
                 new_hands.add(seat)
@@ -546,6 +582,11 @@ class Replay:
         for seat in was:
             if seat not in exposed and seat not in spoke:
                 self.window_closed[seat] = line
+
+
+#: The house rules that refuse a challenge outright: no Wild Draw Four is challenged where any may be
+#: played (``house.wd4-any-time``), and a player who stacked on one has answered it (``house.stacking``).
+_REFUSING_HOUSE_RULES = frozenset((Rule.HOUSE_WD4_ANY_TIME, Rule.HOUSE_STACKING))
 
 
 def _cards(cards: tuple[Card, ...]) -> str:
