@@ -100,6 +100,7 @@ from service.audit.export import RecordMode, record_from_game
 from service.audit.record import write_record
 from service.audit.render import render
 from service.audit.verify import verify_record
+from service.checkpoints import KEY_ENV
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, progress_bar
 from service.play.simulate import STALL_REPEATS, InvariantError, house_rule_combinations, play_game
 from service.rules.options import OptionError, Variant, make_options
@@ -107,6 +108,7 @@ from service.store.migrate import SERVICE_LOGIN
 
 if TYPE_CHECKING:  # the command line imports gRPC only in the commands that use it
     from service.api.tls import ServerTLS
+    from service.checkpoints.keyring import Keyring
 
 MAX_ID = 128  # the longest game or tournament id the service takes
 MAX_SEAT = 9  # ten players at most
@@ -414,6 +416,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="PATH",
         help="mutual TLS: every client must present a certificate this CA (PEM) issued",
+    )
+    serve.add_argument(
+        "--checkpoint-key-file",
+        type=Path,
+        metavar="PATH",
+        help=f"the key signing receipts (uno-audit keygen; ${KEY_ENV} holds one instead); default: "
+        "DATA_DIR/checkpoint.key, made on first start",
+    )
+    serve.add_argument(
+        "--checkpoint-old-keys",
+        type=Path,
+        metavar="PATH",
+        help="the verifier keys the service signed with before a rotation, one per line, still published",
     )
     _logging_options(serve)
 
@@ -859,6 +874,8 @@ def _serve(args: argparse.Namespace) -> int:
         tls = server_tls(args.tls_cert, args.tls_key, args.tls_client_ca)
         configure_logging(args.log_format, args.log_level)
         log = structlog.get_logger("uno_audit.server")
+        keyring = _keyring(args)
+        log.info("signing receipts", key=keyring.signer.verifier.encode(), published=len(keyring.published))
         if token is None:
             log.warning(
                 "admin actions are disabled: no admin token",
@@ -871,7 +888,7 @@ def _serve(args: argparse.Namespace) -> int:
             migrate_url, embedded = embedded_database(args.data_dir)
             log.info("embedded database started", data_dir=str(args.data_dir))
             service_url = make_conninfo(migrate_url, user=SERVICE_LOGIN)
-        asyncio.run(_run_service(args, service_url, migrate_url, password, token, tls))
+        asyncio.run(_run_service(args, service_url, migrate_url, password, token, tls, keyring))
     except (_Refused, StoreError, ListenError, TLSError) as refused:
         print(f"uno-audit serve: {refused}", file=sys.stderr)
         return EXIT_USAGE
@@ -894,6 +911,7 @@ async def _run_service(
     password: str | None,
     token: str | None,
     tls: ServerTLS | None,
+    keyring: Keyring,
 ) -> None:
     """Migrate with ``migrate_url`` if given; refuse a login that is not restricted, or a schema that is
     not current; then serve as ``service_url``'s login until SIGTERM or SIGINT."""
@@ -923,7 +941,24 @@ async def _run_service(
         database_timeout=args.database_timeout,
         metrics_listen=args.metrics_listen,
         tls=tls,
+        keyring=keyring,
     )
+
+
+def _keyring(args: argparse.Namespace) -> Keyring:
+    """The receipts' keyring: ``$UNO_AUDIT_CHECKPOINT_KEY``, else ``--checkpoint-key-file``, else a key
+    named ``uno-audit`` made once in the data folder and kept there."""
+    from service.checkpoints import KeyFormatError
+    from service.checkpoints.keyring import load_keyring
+
+    path = args.checkpoint_key_file or args.data_dir / "checkpoint.key"
+    create_as = None if args.checkpoint_key_file else "uno-audit"
+    try:
+        older = args.checkpoint_old_keys.read_text().split() if args.checkpoint_old_keys else []
+        return load_keyring(path, older, create_as=create_as)
+    except (OSError, KeyFormatError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise _Refused(f"the checkpoint key ({path}): {reason}") from None
 
 
 def _bots(args: argparse.Namespace) -> int:

@@ -40,6 +40,9 @@ MAX_RECORD_BYTES = 4 * 1024 * 1024
 MAX_JSON_DEPTH = 16
 #: Games per ``ListGames`` page.
 MAX_PAGE = 500
+#: Receipts per ``CheckReceipts`` or ``VerifyGame`` request, and the size of one (a signed note).
+MAX_RECEIPTS = 10_000
+MAX_RECEIPT_BYTES = 64 * 1024
 #: The largest request the server receives: a full-size record with room for the other fields. Replies
 #: are held to gRPC's default 4 MiB, the limit every client has unless told otherwise: lists are paged.
 MAX_REQUEST_BYTES = MAX_RECORD_BYTES + 64 * 1024
@@ -91,6 +94,16 @@ def count(items: Any, field: str, most: int) -> None:
     """A repeated field of at most ``most`` items."""
     if len(items) > most:
         raise InvalidInput(field, f"at most {most} items, not {len(items)}")
+
+
+def receipts(items: Any, field: str) -> list[str]:
+    """Signed checkpoints sent back to be checked: at most :data:`MAX_RECEIPTS`, each non-empty and at
+    most :data:`MAX_RECEIPT_BYTES` of UTF-8 (whether each is a valid note is the check's to say)."""
+    count(items, field, MAX_RECEIPTS)
+    for index, note in enumerate(items):
+        if not note or len(note.encode()) > MAX_RECEIPT_BYTES:
+            raise InvalidInput(f"{field}[{index}]", f"a receipt is 1 to {MAX_RECEIPT_BYTES} bytes")
+    return list(items)
 
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')

@@ -31,14 +31,24 @@ from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import DEFAULT_SET, run_projector
 from projections.quarantine import read_health
 from service import limits, metrics
-from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc, game_pb2, game_pb2_grpc
+from service.api.gen.uno.audit.v1 import (
+    audit_pb2,
+    audit_pb2_grpc,
+    checkpoint_pb2,
+    checkpoint_pb2_grpc,
+    game_pb2,
+    game_pb2_grpc,
+)
 from service.audit.auditor import Auditor
+from service.checkpoints import Signer
+from service.checkpoints.keyring import Keyring
 from service.store import EventStore
 from service.store.store import DEFAULT_TIMEOUT
 
 from .audit_servicer import AuditService
 from .auth import token_hash
 from .callers import Callers
+from .checkpoint_servicer import CheckpointService
 from .errors import ErrorStatuses
 from .handler import CommandHandler
 from .metrics import CallMetrics, Exporter, start_exporter
@@ -49,6 +59,9 @@ from .tls import ServerTLS
 
 SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
 AUDIT_SERVICE_NAME = audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name
+CHECKPOINT_SERVICE_NAME = checkpoint_pb2.DESCRIPTOR.services_by_name["CheckpointService"].full_name
+#: The name of a key made for one server's lifetime (tests; ``serve`` always has a key of its own).
+EPHEMERAL_NAME = "uno-audit.ephemeral"
 GRACE_SECONDS = 10.0
 
 
@@ -186,13 +199,17 @@ async def start_server(
     max_streams_per_caller: int = MAX_STREAMS_PER_CALLER,
     metrics_listen: str | None = None,
     tls: ServerTLS | None = None,
+    keyring: Keyring | None = None,
 ) -> RunningServer:
     """Open the store (migrating it and the read models), and start serving on ``listen`` (``host:port``;
     port 0 picks one). With ``projector``, the read models are kept up to date in the background.
     ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`). ``max_streams`` and
     ``max_streams_per_caller`` bound the open ``WatchGame`` streams (:class:`Notifier`).
     ``metrics_listen`` (``host:port``) serves the Prometheus metrics (:mod:`service.metrics`) over HTTP;
-    ``tls`` makes the gRPC port TLS only (mutual TLS with a client CA)."""
+    ``tls`` makes the gRPC port TLS only (mutual TLS with a client CA). ``keyring`` signs the receipts
+    and checkpoints (:mod:`service.checkpoints`); without one, a key made for this server alone signs
+    them, which nobody can check after it stops: ``serve`` always passes one."""
+    keyring = keyring or Keyring(Signer.generate(EPHEMERAL_NAME))
     store = await EventStore.open(database_url, max_size=pool_size, timeout=database_timeout)
     try:
         await store.migrate()
@@ -216,7 +233,10 @@ async def start_server(
     )
     callers = Callers(store, token_hash(admin_token) if admin_token else None)
     game_pb2_grpc.add_GameServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        GameService(store, handler, notifier, callers), server
+        GameService(store, handler, notifier, callers, keyring), server
+    )
+    checkpoint_pb2_grpc.add_CheckpointServiceServicer_to_server(  # type: ignore[no-untyped-call]
+        CheckpointService(store, keyring, callers), server
     )
     audit_pb2_grpc.add_AuditServiceServicer_to_server(  # type: ignore[no-untyped-call]
         AuditService(Auditor(store, check_game), callers), server
@@ -224,7 +244,12 @@ async def start_server(
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     enable_reflection(
-        (SERVICE_NAME, AUDIT_SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name),
+        (
+            SERVICE_NAME,
+            AUDIT_SERVICE_NAME,
+            CHECKPOINT_SERVICE_NAME,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+        ),
         server,
     )
     exporter: Exporter | None = None
@@ -243,7 +268,7 @@ async def start_server(
         where = listen if isinstance(error, RuntimeError) else metrics_listen
         raise ListenError(f"cannot listen on {where}: the address is in use or cannot be bound") from None
     await server.start()
-    for name in ("", SERVICE_NAME, AUDIT_SERVICE_NAME):
+    for name in ("", SERVICE_NAME, AUDIT_SERVICE_NAME, CHECKPOINT_SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     stopping = asyncio.Event()
     background = [asyncio.create_task(_report_projection_lag(store, health, stopping), name="projection-lag")]
@@ -267,6 +292,7 @@ async def serve(
     database_timeout: float = DEFAULT_TIMEOUT,
     metrics_listen: str | None = None,
     tls: ServerTLS | None = None,
+    keyring: Keyring | None = None,
 ) -> None:
     """Run until SIGTERM or SIGINT, then stop gracefully."""
     configure_logging()
@@ -279,6 +305,7 @@ async def serve(
         database_timeout=database_timeout,
         metrics_listen=metrics_listen,
         tls=tls,
+        keyring=keyring,
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -23,6 +23,7 @@ from projections.quarantine import read_health
 from service import limits, metrics
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.checkpoints.keyring import Keyring
 from service.errors import (
     InvalidInput,
     NotFound,
@@ -43,7 +44,7 @@ from service.store import Cursor, EventStore
 from . import errors
 from .auth import Caller
 from .callers import Callers
-from .handler import CommandHandler
+from .handler import CommandHandler, Outcome
 from .notify import Notifier, stream_owner
 from .views import VARIANT_OF, event_message, game_view
 
@@ -209,6 +210,7 @@ def command_rpc(
                 outcome.tournament_id,
             ),
             duplicate=outcome.duplicate,
+            receipt=self.receipt(outcome),
         )
 
     rpc.__name__ = rpc.__qualname__ = method
@@ -261,11 +263,13 @@ class GameService(pb_grpc.GameServiceServicer):
         handler: CommandHandler,
         notifier: Notifier,
         callers: Callers,
+        keyring: Keyring,
     ) -> None:
         self.store = store
         self.handler = handler
         self.notifier = notifier
         self.callers = callers
+        self.keyring = keyring
 
     # --- the table actions: one RPC each, all built by command_rpc -------------------------------------
 
@@ -354,7 +358,13 @@ class GameService(pb_grpc.GameServiceServicer):
                 for seat, (name, token) in enumerate(zip(create.players, created.tokens, strict=True))
             ],
             view=game_view(created.game_id, outcome.state, outcome.version, caller, outcome.tournament_id),
+            receipt=self.receipt(outcome),
         )
+
+    def receipt(self, outcome: Outcome) -> str:
+        """The signed checkpoint of the game at the outcome's version: its last event's chain hash (a
+        duplicate's events are the first answer's, read back, so the version is theirs too)."""
+        return self.keyring.receipt(outcome.game_id, outcome.version, outcome.events[-1].hash)
 
     async def GetGame(self, request: pb.GetGameRequest, context: Context) -> pb.GameView:
         game_id = limits.identifier(request.game_id, "game_id")

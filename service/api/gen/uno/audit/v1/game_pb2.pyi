@@ -67,16 +67,18 @@ class SeatToken(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., player: _Optional[str] = ..., token: _Optional[str] = ...) -> None: ...
 
 class CreateGameReply(_message.Message):
-    __slots__ = ("game_id", "version", "seats", "view")
+    __slots__ = ("game_id", "version", "seats", "view", "receipt")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEATS_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     version: int
     seats: _containers.RepeatedCompositeFieldContainer[SeatToken]
     view: GameView
-    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[SeatToken, _Mapping]]] = ..., view: _Optional[_Union[GameView, _Mapping]] = ...) -> None: ...
+    receipt: str
+    def __init__(self, game_id: _Optional[str] = ..., version: _Optional[int] = ..., seats: _Optional[_Iterable[_Union[SeatToken, _Mapping]]] = ..., view: _Optional[_Union[GameView, _Mapping]] = ..., receipt: _Optional[str] = ...) -> None: ...
 
 class StartRoundRequest(_message.Message):
     __slots__ = ("header", "fixed_deck")
@@ -157,16 +159,18 @@ class ChooseRequest(_message.Message):
     def __init__(self, header: _Optional[_Union[CommandHeader, _Mapping]] = ..., colour: _Optional[str] = ..., target: _Optional[int] = ...) -> None: ...
 
 class CommandReply(_message.Message):
-    __slots__ = ("version", "events", "view", "duplicate")
+    __slots__ = ("version", "events", "view", "duplicate", "receipt")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     VIEW_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     version: int
     events: _containers.RepeatedCompositeFieldContainer[Event]
     view: GameView
     duplicate: bool
-    def __init__(self, version: _Optional[int] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., view: _Optional[_Union[GameView, _Mapping]] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+    receipt: str
+    def __init__(self, version: _Optional[int] = ..., events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., view: _Optional[_Union[GameView, _Mapping]] = ..., duplicate: _Optional[bool] = ..., receipt: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
     __slots__ = ("position", "version", "type", "payload", "recorded_at", "xid")
