@@ -503,11 +503,6 @@ def test_drawing_past_a_playable_card_breaks_draw_to_match_at_its_line() -> None
     assert "R2" in report["violations"][0]["message"]
 
 
-@pytest.mark.xfail(
-    reason="engine: under draw_to_match, resolve stops a table's listed draw at the first playable card, so "
-    "the cards drawn past it are not taken: the table is not followed (and fair.commit is reported too)",
-    strict=True,
-)
 def test_drawing_past_a_playable_card_is_followed_as_the_table_did() -> None:
     report = verify(
         header({"draw_to_match": True}),

@@ -180,10 +180,12 @@ class Act:
             return False
         else:  # the next draw reshuffles first (see refill): is the new pile's order known?
             ordered = s.seed is not None or self._reshuffle_index < len(self.supply.reshuffles)
-        if ordered:
-            return True
+        return ordered or self.listed_left(seat) > 0
+
+    def listed_left(self, seat: int) -> int:
+        """How many of the cards the table listed for ``seat`` this command has not taken yet."""
         start = self._draw_index.get(seat, 0) if self._draw_index is not None else 0
-        return len(self.supply.draws.get(seat, ())) > start
+        return max(0, len(self.supply.draws.get(seat, ())) - start)
 
     def take(self, seat: int, count: int, cause: Rule) -> None:
         """``seat`` takes ``count`` cards from the pile because ``cause`` says so (as many as there are)."""

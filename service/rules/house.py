@@ -196,9 +196,15 @@ def seven_o(act: Act, command: Play, going_out: bool) -> None:
 # --- house.draw-to-match, house.force-play ----------------------------------------------------------------
 
 
-def draws_on(state: State, drawn: Card) -> bool:
-    """``house.draw-to-match``: whether a draw that just took ``drawn`` goes on drawing."""
-    return state.options.draw_to_match and not playable(drawn, state.discard[-1], state.colour)
+def draws_on(act: Act, player: int, drawn: Card) -> bool:
+    """``house.draw-to-match``: whether a draw that just took ``drawn`` goes on drawing — until a
+    playable card, or, replaying a table that listed the cards it drew (:func:`check_draw_to_match`
+    reported any past a playable one), until the listed cards are taken, as the table did."""
+    s = act.state
+    if not s.options.draw_to_match:
+        return False
+    listed_more = not s.pile_ordered and act.listed_left(player) > 0
+    return listed_more or not playable(drawn, s.discard[-1], s.colour)
 
 
 def check_draw_to_match(state: State, command: Draw) -> Violation | None:

@@ -160,7 +160,7 @@ def resolve_draw(act: Act, command: Draw) -> None:
     ``house.draw-to-match`` the one draw goes on until a playable card comes (or nothing is left)."""
     player = command.player
     drawn = act.draw_one(player)
-    while drawn is not None and house.draws_on(act.state, drawn) and act.can_draw(player):
+    while drawn is not None and house.draws_on(act, player, drawn) and act.can_draw(player):
         drawn = act.draw_one(player)
     s = act.state
     if drawn is None:
