@@ -24,6 +24,8 @@ from service.audit.auditor import Auditor
 from service.audit.entries import DisputeKind, DisputeRuled
 from service.audit.log import Dispute
 from service.catalogue import encode
+from service.checkpoints.keyring import Keyring
+from service.checkpoints.receipts import MISSING, REWRITTEN, check_receipts
 from service.errors import (
     AlreadyExists,
     InvalidInput,
@@ -148,19 +150,29 @@ def _dispute_key(page_token: str) -> tuple[str, int]:
 class AuditService(pb_grpc.AuditServiceServicer):
     """The ``uno.audit.v1.AuditService`` implementation."""
 
-    def __init__(self, auditor: Auditor, callers: Callers) -> None:
+    def __init__(self, auditor: Auditor, callers: Callers, keyring: Keyring) -> None:
         self.auditor = auditor
         self.callers = callers
+        self.keyring = keyring
 
     async def VerifyGame(self, request: pb.VerifyGameRequest, context: Context) -> pb.VerifyGameReply:
         started = time.perf_counter()
         game_id = limits.identifier(request.game_id, "game_id")
         command_id = limits.identifier(request.command_id, "command_id") if request.reveal_seed else None
+        notes = limits.receipts(request.receipts, "receipts")
         self.callers.admin(context)
         check = request.check_projections if request.HasField("check_projections") else True
         report = await self.auditor.verify(
             game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
         )
+        checks = []
+        if notes:
+            rows = await self.auditor.store.read_stream(game_id)
+            checks = check_receipts(
+                game_id, rows, notes, service=self.keyring.service, log_keys=self.keyring.published
+            )
+        receipts_valid = all(check.ok for check in checks)
+        failed = [check.version for check in checks if check.verdict in (REWRITTEN, MISSING)]
         metrics.verification(report)
         replay = report.replay  # none when the log cannot even be read back as a record
         diverged = None if replay is None else replay.diverged_at
@@ -170,14 +182,20 @@ class AuditService(pb_grpc.AuditServiceServicer):
             valid=report.valid,
             latency_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+        summary = report.to_json()
+        if notes:
+            summary["receipts"] = [check.to_json() for check in checks]
+            summary["valid"] = report.valid and receipts_valid
         return pb.VerifyGameReply(
-            valid=report.valid,
+            valid=report.valid and receipts_valid,
             rules_valid=report.rules_valid,
             chain_valid=report.chain.valid,
             first_tampered_position=min((f.position for f in report.chain.findings), default=0),
             diverged_at=0 if diverged is None else diverged.position,
             outcome_differs=replay is not None and replay.outcome_differs,
-            report=_struct(report.to_json()),
+            report=_struct(summary),
+            receipts_valid=receipts_valid,
+            first_rewritten_version=min((v for v in failed if v is not None), default=0),
         )
 
     async def _adjudicate(

@@ -239,7 +239,7 @@ async def start_server(
         CheckpointService(store, keyring, callers), server
     )
     audit_pb2_grpc.add_AuditServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        AuditService(Auditor(store, check_game), callers), server
+        AuditService(Auditor(store, check_game), callers, keyring), server
     )
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)

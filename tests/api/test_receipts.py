@@ -11,6 +11,8 @@ import psycopg
 import pytest
 from google.protobuf import struct_pb2
 
+from service.api.gen.uno.audit.v1 import audit_pb2 as audit_pb
+from service.api.gen.uno.audit.v1 import audit_pb2_grpc as audit_grpc
 from service.api.gen.uno.audit.v1 import checkpoint_pb2 as cp
 from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
@@ -73,6 +75,7 @@ async def test_a_retried_command_answers_the_first_receipt(stub: pb_grpc.GameSer
 
 
 async def test_check_receipts_finds_a_rewrite_the_chain_cannot(
+    channel: grpc.aio.Channel,
     stub: pb_grpc.GameServiceStub,
     checkpoints: cp_grpc.CheckpointServiceStub,
     store: EventStore,
@@ -106,6 +109,19 @@ async def test_check_receipts_finds_a_rewrite_the_chain_cannot(
     expected = ["matches" if reply.version < at else "rewritten" for reply in replies]
     assert [c.verdict for c in checked.checks] == expected
     assert [c.version for c in checked.checks] == [reply.version for reply in replies]
+
+    # VerifyGame with the receipts: the chain is intact (it was recomputed), the receipts are not.
+    audit = audit_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
+    verify = audit_pb.VerifyGameRequest(game_id=game.game_id, receipts=receipts, check_projections=False)
+    verified = await audit.VerifyGame(verify, metadata=ADMIN)
+    assert verified.chain_valid and not verified.valid and not verified.receipts_valid
+    assert verified.first_rewritten_version == at
+    verdicts = [entry["verdict"] for entry in verified.report["receipts"]]
+    assert verdicts == expected
+    plain = await audit.VerifyGame(
+        audit_pb.VerifyGameRequest(game_id=game.game_id, check_projections=False), metadata=ADMIN
+    )
+    assert plain.receipts_valid and plain.first_rewritten_version == 0 and "receipts" not in plain.report
 
 
 async def test_check_receipts_is_the_adjudicators_and_bounds_its_input(

@@ -25,47 +25,47 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18uno/audit/v1/audit.proto\x12\x0cuno.audit.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x83\x01\n\x11VerifyGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0breveal_seed\x18\x02 \x01(\x08\x12\x12\n\ncommand_id\x18\x03 \x01(\t\x12\x1e\n\x11\x63heck_projections\x18\x04 \x01(\x08H\x00\x88\x01\x01\x42\x14\n\x12_check_projections\"\xc2\x01\n\x0fVerifyGameReply\x12\r\n\x05valid\x18\x01 \x01(\x08\x12\x13\n\x0brules_valid\x18\x02 \x01(\x08\x12\x13\n\x0b\x63hain_valid\x18\x03 \x01(\x08\x12\x1f\n\x17\x66irst_tampered_position\x18\x04 \x01(\x03\x12\x13\n\x0b\x64iverged_at\x18\x05 \x01(\x03\x12\x17\n\x0foutcome_differs\x18\x06 \x01(\x08\x12\'\n\x06report\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\"n\n\x11\x41\x64judicateRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08position\x18\x02 \x01(\x03\x12\x0f\n\x02\x62y\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x06target\x18\x04 \x01(\x05H\x01\x88\x01\x01\x42\x05\n\x03_byB\t\n\x07_target\"\xde\x01\n\x06Ruling\x12\'\n\x04kind\x18\x01 \x01(\x0e\x32\x19.uno.audit.v1.DisputeKind\x12\x0f\n\x07verdict\x18\x02 \x01(\t\x12\x0c\n\x04rule\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\n\n\x02\x62y\x18\x05 \x01(\t\x12\x0f\n\x07\x61gainst\x18\x06 \x01(\t\x12\x10\n\x08position\x18\x07 \x01(\x03\x12\x10\n\x08recorded\x18\x08 \x01(\x08\x12)\n\x08\x65vidence\x18\t \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08mismatch\x18\n \x01(\t\"\xdd\x01\n\x12\x46ileDisputeRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\ncommand_id\x18\x02 \x01(\t\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.uno.audit.v1.DisputeKind\x12\x10\n\x08position\x18\x04 \x01(\x03\x12\x13\n\x06target\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05\x63laim\x18\x06 \x01(\t\x12\x14\n\x07\x61s_seat\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12\x0f\n\x02\x62y\x18\x08 \x01(\x05H\x02\x88\x01\x01\x42\t\n\x07_targetB\n\n\x08_as_seatB\x05\n\x03_by\"\xa6\x02\n\x07\x44ispute\x12\x12\n\ndispute_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x10\n\x08\x66iled_at\x18\x03 \x01(\x03\x12\x10\n\x08ruled_at\x18\x04 \x01(\x03\x12\x0c\n\x04seat\x18\x05 \x01(\x05\x12\'\n\x04kind\x18\x06 \x01(\x0e\x32\x19.uno.audit.v1.DisputeKind\x12\x10\n\x08position\x18\x07 \x01(\x03\x12\x13\n\x06target\x18\x08 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05\x63laim\x18\t \x01(\t\x12\x0e\n\x06status\x18\n \x01(\t\x12$\n\x06ruling\x18\x0b \x01(\x0b\x32\x14.uno.audit.v1.Ruling\x12\x0c\n\x04note\x18\x0c \x01(\t\x12\x0f\n\x02\x62y\x18\r \x01(\x05H\x01\x88\x01\x01\x42\t\n\x07_targetB\x05\n\x03_by\"]\n\x14RuleOnDisputeRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\ndispute_id\x18\x02 \x01(\t\x12\x12\n\ncommand_id\x18\x03 \x01(\t\x12\x0c\n\x04note\x18\x04 \x01(\t\"]\n\x13ListDisputesRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"U\n\x11ListDisputesReply\x12\'\n\x08\x64isputes\x18\x01 \x03(\x0b\x32\x15.uno.audit.v1.Dispute\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"M\n\x11\x45xportGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0breveal_seed\x18\x02 \x01(\x08\x12\x12\n\ncommand_id\x18\x03 \x01(\t\"1\n\x0f\x45xportGameReply\x12\x0e\n\x06record\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\"P\n\x13ImportRecordRequest\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\x0e\n\x06record\x18\x02 \x01(\t\x12\x15\n\rtournament_id\x18\x03 \x01(\t\"9\n\nImportSeat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\"\x87\x01\n\x11ImportRecordReply\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\'\n\x05seats\x18\x03 \x03(\x0b\x32\x18.uno.audit.v1.ImportSeat\x12\'\n\x06report\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"F\n\x11ReplayGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x07\x61s_seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\n\n\x08_as_seat\"\x1f\n\x0fReplayGameReply\x12\x0c\n\x04html\x18\x01 \x01(\t*M\n\x0b\x44isputeKind\x12\x1c\n\x18\x44ISPUTE_KIND_UNSPECIFIED\x10\x00\x12\r\n\tUNO_CATCH\x10\x01\x12\x11\n\rWD4_CHALLENGE\x10\x02\x32\xcc\x05\n\x0c\x41uditService\x12L\n\nVerifyGame\x12\x1f.uno.audit.v1.VerifyGameRequest\x1a\x1d.uno.audit.v1.VerifyGameReply\x12H\n\x0f\x41\x64judicateCatch\x12\x1f.uno.audit.v1.AdjudicateRequest\x1a\x14.uno.audit.v1.Ruling\x12L\n\x13\x41\x64judicateChallenge\x12\x1f.uno.audit.v1.AdjudicateRequest\x1a\x14.uno.audit.v1.Ruling\x12\x46\n\x0b\x46ileDispute\x12 .uno.audit.v1.FileDisputeRequest\x1a\x15.uno.audit.v1.Dispute\x12J\n\rRuleOnDispute\x12\".uno.audit.v1.RuleOnDisputeRequest\x1a\x15.uno.audit.v1.Dispute\x12R\n\x0cListDisputes\x12!.uno.audit.v1.ListDisputesRequest\x1a\x1f.uno.audit.v1.ListDisputesReply\x12L\n\nExportGame\x12\x1f.uno.audit.v1.ExportGameRequest\x1a\x1d.uno.audit.v1.ExportGameReply\x12R\n\x0cImportRecord\x12!.uno.audit.v1.ImportRecordRequest\x1a\x1f.uno.audit.v1.ImportRecordReply\x12L\n\nReplayGame\x12\x1f.uno.audit.v1.ReplayGameRequest\x1a\x1d.uno.audit.v1.ReplayGameReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18uno/audit/v1/audit.proto\x12\x0cuno.audit.v1\x1a\x1cgoogle/protobuf/struct.proto\"\x95\x01\n\x11VerifyGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0breveal_seed\x18\x02 \x01(\x08\x12\x12\n\ncommand_id\x18\x03 \x01(\t\x12\x1e\n\x11\x63heck_projections\x18\x04 \x01(\x08H\x00\x88\x01\x01\x12\x10\n\x08receipts\x18\x05 \x03(\tB\x14\n\x12_check_projections\"\xfb\x01\n\x0fVerifyGameReply\x12\r\n\x05valid\x18\x01 \x01(\x08\x12\x13\n\x0brules_valid\x18\x02 \x01(\x08\x12\x13\n\x0b\x63hain_valid\x18\x03 \x01(\x08\x12\x1f\n\x17\x66irst_tampered_position\x18\x04 \x01(\x03\x12\x13\n\x0b\x64iverged_at\x18\x05 \x01(\x03\x12\x17\n\x0foutcome_differs\x18\x06 \x01(\x08\x12\'\n\x06report\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x16\n\x0ereceipts_valid\x18\x08 \x01(\x08\x12\x1f\n\x17\x66irst_rewritten_version\x18\t \x01(\x03\"n\n\x11\x41\x64judicateRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08position\x18\x02 \x01(\x03\x12\x0f\n\x02\x62y\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x06target\x18\x04 \x01(\x05H\x01\x88\x01\x01\x42\x05\n\x03_byB\t\n\x07_target\"\xde\x01\n\x06Ruling\x12\'\n\x04kind\x18\x01 \x01(\x0e\x32\x19.uno.audit.v1.DisputeKind\x12\x0f\n\x07verdict\x18\x02 \x01(\t\x12\x0c\n\x04rule\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\n\n\x02\x62y\x18\x05 \x01(\t\x12\x0f\n\x07\x61gainst\x18\x06 \x01(\t\x12\x10\n\x08position\x18\x07 \x01(\x03\x12\x10\n\x08recorded\x18\x08 \x01(\x08\x12)\n\x08\x65vidence\x18\t \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x10\n\x08mismatch\x18\n \x01(\t\"\xdd\x01\n\x12\x46ileDisputeRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\ncommand_id\x18\x02 \x01(\t\x12\'\n\x04kind\x18\x03 \x01(\x0e\x32\x19.uno.audit.v1.DisputeKind\x12\x10\n\x08position\x18\x04 \x01(\x03\x12\x13\n\x06target\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05\x63laim\x18\x06 \x01(\t\x12\x14\n\x07\x61s_seat\x18\x07 \x01(\x05H\x01\x88\x01\x01\x12\x0f\n\x02\x62y\x18\x08 \x01(\x05H\x02\x88\x01\x01\x42\t\n\x07_targetB\n\n\x08_as_seatB\x05\n\x03_by\"\xa6\x02\n\x07\x44ispute\x12\x12\n\ndispute_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x10\n\x08\x66iled_at\x18\x03 \x01(\x03\x12\x10\n\x08ruled_at\x18\x04 \x01(\x03\x12\x0c\n\x04seat\x18\x05 \x01(\x05\x12\'\n\x04kind\x18\x06 \x01(\x0e\x32\x19.uno.audit.v1.DisputeKind\x12\x10\n\x08position\x18\x07 \x01(\x03\x12\x13\n\x06target\x18\x08 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05\x63laim\x18\t \x01(\t\x12\x0e\n\x06status\x18\n \x01(\t\x12$\n\x06ruling\x18\x0b \x01(\x0b\x32\x14.uno.audit.v1.Ruling\x12\x0c\n\x04note\x18\x0c \x01(\t\x12\x0f\n\x02\x62y\x18\r \x01(\x05H\x01\x88\x01\x01\x42\t\n\x07_targetB\x05\n\x03_by\"]\n\x14RuleOnDisputeRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\ndispute_id\x18\x02 \x01(\t\x12\x12\n\ncommand_id\x18\x03 \x01(\t\x12\x0c\n\x04note\x18\x04 \x01(\t\"]\n\x13ListDisputesRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0e\n\x06status\x18\x02 \x01(\t\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"U\n\x11ListDisputesReply\x12\'\n\x08\x64isputes\x18\x01 \x03(\x0b\x32\x15.uno.audit.v1.Dispute\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"M\n\x11\x45xportGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x13\n\x0breveal_seed\x18\x02 \x01(\x08\x12\x12\n\ncommand_id\x18\x03 \x01(\t\"1\n\x0f\x45xportGameReply\x12\x0e\n\x06record\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\"P\n\x13ImportRecordRequest\x12\x12\n\ncommand_id\x18\x01 \x01(\t\x12\x0e\n\x06record\x18\x02 \x01(\t\x12\x15\n\rtournament_id\x18\x03 \x01(\t\"9\n\nImportSeat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\t\x12\r\n\x05token\x18\x03 \x01(\t\"\x87\x01\n\x11ImportRecordReply\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\'\n\x05seats\x18\x03 \x03(\x0b\x32\x18.uno.audit.v1.ImportSeat\x12\'\n\x06report\x18\x04 \x01(\x0b\x32\x17.google.protobuf.Struct\"F\n\x11ReplayGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x14\n\x07\x61s_seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\n\n\x08_as_seat\"\x1f\n\x0fReplayGameReply\x12\x0c\n\x04html\x18\x01 \x01(\t*M\n\x0b\x44isputeKind\x12\x1c\n\x18\x44ISPUTE_KIND_UNSPECIFIED\x10\x00\x12\r\n\tUNO_CATCH\x10\x01\x12\x11\n\rWD4_CHALLENGE\x10\x02\x32\xcc\x05\n\x0c\x41uditService\x12L\n\nVerifyGame\x12\x1f.uno.audit.v1.VerifyGameRequest\x1a\x1d.uno.audit.v1.VerifyGameReply\x12H\n\x0f\x41\x64judicateCatch\x12\x1f.uno.audit.v1.AdjudicateRequest\x1a\x14.uno.audit.v1.Ruling\x12L\n\x13\x41\x64judicateChallenge\x12\x1f.uno.audit.v1.AdjudicateRequest\x1a\x14.uno.audit.v1.Ruling\x12\x46\n\x0b\x46ileDispute\x12 .uno.audit.v1.FileDisputeRequest\x1a\x15.uno.audit.v1.Dispute\x12J\n\rRuleOnDispute\x12\".uno.audit.v1.RuleOnDisputeRequest\x1a\x15.uno.audit.v1.Dispute\x12R\n\x0cListDisputes\x12!.uno.audit.v1.ListDisputesRequest\x1a\x1f.uno.audit.v1.ListDisputesReply\x12L\n\nExportGame\x12\x1f.uno.audit.v1.ExportGameRequest\x1a\x1d.uno.audit.v1.ExportGameReply\x12R\n\x0cImportRecord\x12!.uno.audit.v1.ImportRecordRequest\x1a\x1f.uno.audit.v1.ImportRecordReply\x12L\n\nReplayGame\x12\x1f.uno.audit.v1.ReplayGameRequest\x1a\x1d.uno.audit.v1.ReplayGameReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'uno.audit.v1.audit_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_DISPUTEKIND']._serialized_start=2052
-  _globals['_DISPUTEKIND']._serialized_end=2129
+  _globals['_DISPUTEKIND']._serialized_start=2127
+  _globals['_DISPUTEKIND']._serialized_end=2204
   _globals['_VERIFYGAMEREQUEST']._serialized_start=73
-  _globals['_VERIFYGAMEREQUEST']._serialized_end=204
-  _globals['_VERIFYGAMEREPLY']._serialized_start=207
-  _globals['_VERIFYGAMEREPLY']._serialized_end=401
-  _globals['_ADJUDICATEREQUEST']._serialized_start=403
-  _globals['_ADJUDICATEREQUEST']._serialized_end=513
-  _globals['_RULING']._serialized_start=516
-  _globals['_RULING']._serialized_end=738
-  _globals['_FILEDISPUTEREQUEST']._serialized_start=741
-  _globals['_FILEDISPUTEREQUEST']._serialized_end=962
-  _globals['_DISPUTE']._serialized_start=965
-  _globals['_DISPUTE']._serialized_end=1259
-  _globals['_RULEONDISPUTEREQUEST']._serialized_start=1261
-  _globals['_RULEONDISPUTEREQUEST']._serialized_end=1354
-  _globals['_LISTDISPUTESREQUEST']._serialized_start=1356
-  _globals['_LISTDISPUTESREQUEST']._serialized_end=1449
-  _globals['_LISTDISPUTESREPLY']._serialized_start=1451
-  _globals['_LISTDISPUTESREPLY']._serialized_end=1536
-  _globals['_EXPORTGAMEREQUEST']._serialized_start=1538
-  _globals['_EXPORTGAMEREQUEST']._serialized_end=1615
-  _globals['_EXPORTGAMEREPLY']._serialized_start=1617
-  _globals['_EXPORTGAMEREPLY']._serialized_end=1666
-  _globals['_IMPORTRECORDREQUEST']._serialized_start=1668
-  _globals['_IMPORTRECORDREQUEST']._serialized_end=1748
-  _globals['_IMPORTSEAT']._serialized_start=1750
-  _globals['_IMPORTSEAT']._serialized_end=1807
-  _globals['_IMPORTRECORDREPLY']._serialized_start=1810
-  _globals['_IMPORTRECORDREPLY']._serialized_end=1945
-  _globals['_REPLAYGAMEREQUEST']._serialized_start=1947
-  _globals['_REPLAYGAMEREQUEST']._serialized_end=2017
-  _globals['_REPLAYGAMEREPLY']._serialized_start=2019
-  _globals['_REPLAYGAMEREPLY']._serialized_end=2050
-  _globals['_AUDITSERVICE']._serialized_start=2132
-  _globals['_AUDITSERVICE']._serialized_end=2848
+  _globals['_VERIFYGAMEREQUEST']._serialized_end=222
+  _globals['_VERIFYGAMEREPLY']._serialized_start=225
+  _globals['_VERIFYGAMEREPLY']._serialized_end=476
+  _globals['_ADJUDICATEREQUEST']._serialized_start=478
+  _globals['_ADJUDICATEREQUEST']._serialized_end=588
+  _globals['_RULING']._serialized_start=591
+  _globals['_RULING']._serialized_end=813
+  _globals['_FILEDISPUTEREQUEST']._serialized_start=816
+  _globals['_FILEDISPUTEREQUEST']._serialized_end=1037
+  _globals['_DISPUTE']._serialized_start=1040
+  _globals['_DISPUTE']._serialized_end=1334
+  _globals['_RULEONDISPUTEREQUEST']._serialized_start=1336
+  _globals['_RULEONDISPUTEREQUEST']._serialized_end=1429
+  _globals['_LISTDISPUTESREQUEST']._serialized_start=1431
+  _globals['_LISTDISPUTESREQUEST']._serialized_end=1524
+  _globals['_LISTDISPUTESREPLY']._serialized_start=1526
+  _globals['_LISTDISPUTESREPLY']._serialized_end=1611
+  _globals['_EXPORTGAMEREQUEST']._serialized_start=1613
+  _globals['_EXPORTGAMEREQUEST']._serialized_end=1690
+  _globals['_EXPORTGAMEREPLY']._serialized_start=1692
+  _globals['_EXPORTGAMEREPLY']._serialized_end=1741
+  _globals['_IMPORTRECORDREQUEST']._serialized_start=1743
+  _globals['_IMPORTRECORDREQUEST']._serialized_end=1823
+  _globals['_IMPORTSEAT']._serialized_start=1825
+  _globals['_IMPORTSEAT']._serialized_end=1882
+  _globals['_IMPORTRECORDREPLY']._serialized_start=1885
+  _globals['_IMPORTRECORDREPLY']._serialized_end=2020
+  _globals['_REPLAYGAMEREQUEST']._serialized_start=2022
+  _globals['_REPLAYGAMEREQUEST']._serialized_end=2092
+  _globals['_REPLAYGAMEREPLY']._serialized_start=2094
+  _globals['_REPLAYGAMEREPLY']._serialized_end=2125
+  _globals['_AUDITSERVICE']._serialized_start=2207
+  _globals['_AUDITSERVICE']._serialized_end=2923
 # @@protoc_insertion_point(module_scope)

@@ -18,19 +18,21 @@ UNO_CATCH: DisputeKind
 WD4_CHALLENGE: DisputeKind
 
 class VerifyGameRequest(_message.Message):
-    __slots__ = ("game_id", "reveal_seed", "command_id", "check_projections")
+    __slots__ = ("game_id", "reveal_seed", "command_id", "check_projections", "receipts")
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     REVEAL_SEED_FIELD_NUMBER: _ClassVar[int]
     COMMAND_ID_FIELD_NUMBER: _ClassVar[int]
     CHECK_PROJECTIONS_FIELD_NUMBER: _ClassVar[int]
+    RECEIPTS_FIELD_NUMBER: _ClassVar[int]
     game_id: str
     reveal_seed: bool
     command_id: str
     check_projections: bool
-    def __init__(self, game_id: _Optional[str] = ..., reveal_seed: _Optional[bool] = ..., command_id: _Optional[str] = ..., check_projections: _Optional[bool] = ...) -> None: ...
+    receipts: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, game_id: _Optional[str] = ..., reveal_seed: _Optional[bool] = ..., command_id: _Optional[str] = ..., check_projections: _Optional[bool] = ..., receipts: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class VerifyGameReply(_message.Message):
-    __slots__ = ("valid", "rules_valid", "chain_valid", "first_tampered_position", "diverged_at", "outcome_differs", "report")
+    __slots__ = ("valid", "rules_valid", "chain_valid", "first_tampered_position", "diverged_at", "outcome_differs", "report", "receipts_valid", "first_rewritten_version")
     VALID_FIELD_NUMBER: _ClassVar[int]
     RULES_VALID_FIELD_NUMBER: _ClassVar[int]
     CHAIN_VALID_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +40,8 @@ class VerifyGameReply(_message.Message):
     DIVERGED_AT_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_DIFFERS_FIELD_NUMBER: _ClassVar[int]
     REPORT_FIELD_NUMBER: _ClassVar[int]
+    RECEIPTS_VALID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_REWRITTEN_VERSION_FIELD_NUMBER: _ClassVar[int]
     valid: bool
     rules_valid: bool
     chain_valid: bool
@@ -45,7 +49,9 @@ class VerifyGameReply(_message.Message):
     diverged_at: int
     outcome_differs: bool
     report: _struct_pb2.Struct
-    def __init__(self, valid: _Optional[bool] = ..., rules_valid: _Optional[bool] = ..., chain_valid: _Optional[bool] = ..., first_tampered_position: _Optional[int] = ..., diverged_at: _Optional[int] = ..., outcome_differs: _Optional[bool] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    receipts_valid: bool
+    first_rewritten_version: int
+    def __init__(self, valid: _Optional[bool] = ..., rules_valid: _Optional[bool] = ..., chain_valid: _Optional[bool] = ..., first_tampered_position: _Optional[int] = ..., diverged_at: _Optional[int] = ..., outcome_differs: _Optional[bool] = ..., report: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., receipts_valid: _Optional[bool] = ..., first_rewritten_version: _Optional[int] = ...) -> None: ...
 
 class AdjudicateRequest(_message.Message):
     __slots__ = ("game_id", "position", "by", "target")
