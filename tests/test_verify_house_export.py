@@ -26,13 +26,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.audit.entries import DisputeKind
 from service.audit.export import RecordMode, record_from_game
 from service.audit.log import GameLog
 from service.audit.record import ActionKind, read_record, write_record
-from service.audit.stored_game import verify_game
+from service.audit.render import render_adjudication
+from service.audit.report import Unit
+from service.audit.stored_game import adjudicate, verify_game
 from service.audit.verify import verify_record
 from service.play.simulate import SimulatedGame, play_game
-from service.rules.commands import Accept, Challenge, Draw
+from service.rules.cards import Face
+from service.rules.commands import Accept, Challenge, Draw, Play
 from service.rules.events import (
     CardDrawn,
     HandsRotated,
@@ -251,3 +255,48 @@ def test_a_reshuffle_inside_a_stacked_answer_is_given_on_its_line(variant: Varia
     assert action.kind is {Accept: ActionKind.ACCEPT, Challenge: ActionKind.CHALLENGE}[answer]
     assert action.reshuffles, "the new pile is on the answer's own line"
     check_game(game)
+
+
+def test_an_adjudicated_stacked_challenge_of_a_stored_game_gives_the_stack_in_its_evidence() -> None:
+    """A stored game's challenge of a stacked Wild Draw Four, adjudicated (``AdjudicateChallenge``,
+    ``uno-audit adjudicate``): the ruling's evidence has the pending total, worked out here from the rule
+    (every +2 counts 2 and every W+4 4, from the first card of the stack to the challenged one), and the
+    text shows it."""
+    for seed in range(300):
+        game = play_house_game(Variant.CLASSIC, 4, seed, make_options(Variant.CLASSIC, {"stacking": "any"}))
+        challenges = [
+            i
+            for i, (command, events) in enumerate(game.steps)
+            if any(isinstance(e, Wd4Challenged) for e in events)
+            and isinstance(game.steps[i - 1][0], Play)
+            and isinstance(game.steps[i - 2][0], Play)
+            and game.steps[i - 2][0].card.face in (Face.DRAW_TWO, Face.WILD_DRAW_FOUR)
+        ]
+        if challenges:
+            break
+    else:
+        pytest.fail("no challenge of a stacked Wild Draw Four in 300 games")
+    at = challenges[0]
+    stack: list[Play] = []
+    for command, _ in reversed(game.steps[:at]):
+        if not (isinstance(command, Play) and command.card.face in (Face.DRAW_TWO, Face.WILD_DRAW_FOUR)):
+            break
+        stack.insert(0, command)
+    total = sum(2 if play.card.face is Face.DRAW_TWO else 4 for play in stack)
+    judged = next(e for e in game.steps[at][1] if isinstance(e, Wd4Challenged))
+    names = game.state.players
+    position = 2 + sum(len(events) for _, events in game.steps[:at])  # GameCreated is position 1
+    log = GameLog("g", rows_of(game), game.state.seed)
+
+    found = adjudicate(log, DisputeKind.WD4_CHALLENGE, position)
+
+    evidence = found.ruling.to_json(Unit.POSITION)["evidence"]
+    assert isinstance(evidence, dict)
+    assert evidence["pending"] == total > 4
+    assert evidence["stacked_by"] == [names[play.player] for play in stack]
+    upheld = bool(judged.matching)
+    assert evidence["penalised"] == names[judged.offender if upheld else judged.player]
+    assert evidence["penalty"] == (total if upheld else total + 2)
+    text = render_adjudication(found)
+    assert f"    pending: {total}\n" in text
+    assert f"    stacked by: {' '.join(names[play.player] for play in stack)}\n" in text

@@ -13,6 +13,13 @@ the revealed seed's shuffle, launcher counts against the presses, and listed ``c
 against what was taken — from the deck when the round has one (a table may still list them), and in a
 round without one, listed cards that nothing took.
 
+The house rules (digest §9) need nothing of their own here: the engine judges and applies them, the
+record gives a jump-in its flag and a 7 its target, and the replay only keeps its books through them (a
+0's rotation changes every hand, so every UNO window may open anew). Two things are the verifier's: a
+challenge that is not heard (under ``house.wd4-any-time``, or by a player who stacked on the card) is
+reported under that rule and still gets its ruling, and a heard challenge in a game with stacking says in
+its evidence what the answer costs and who pays, since that is no longer always 4 or 6.
+
 The report is typed (:mod:`service.audit.report`); its JSON is the shape ``RECORD.md`` documents.
 """
 
