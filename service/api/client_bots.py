@@ -4,6 +4,13 @@ Each game is created over the channel; every seat then acts with its own seat to
 view the server gives that seat (its own hand, the top card, everyone's counts) — the bots know no more
 than a person at the table. They call UNO (forgetting now and then), catch, challenge and accept.
 
+Games may be created with options (``options``: the house rules among them, docs/RULES.md §9), and the
+bots play them from the view: they stack on a pending draw penalty when they hold a card that stacks
+(else accept it), name the player a 7 swaps hands with under seven-o, play a drawn card that must be
+played, never challenge a Wild Draw Four that may be played at any time, and now and then jump in out of
+turn with a card identical to the top card (while the view says a jump-in is open, a seat other than the
+one who played it looks at its own hand; one table's bots act one at a time, so what they saw still holds).
+
 Every call goes through one :class:`RetryPolicy`: a server that restarts or loses its database answers
 UNAVAILABLE for a while, and the bots wait it out, resending the very same request — the same command id —
 so a command the server applied before its reply was lost is answered as a duplicate, never applied twice.
@@ -15,9 +22,9 @@ import asyncio
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 from google.rpc import error_details_pb2
@@ -27,8 +34,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_bef
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.rules.cards import Card, Colour, Face
-from service.rules.legality import cards_left, names_target, playable_cards
-from service.rules.options import CustomAction, Variant, make_options
+from service.rules.legality import cards_left, identical, names_target, playable_cards, stacks_on
+from service.rules.options import Options, Variant, make_options
 from service.rules.rule_sets import RULE_SETS
 
 from .views import VARIANTS
@@ -37,6 +44,11 @@ COLOURS = [c.value for c in Colour]
 FORGET_UNO = 0.1
 CATCH = 0.5
 CHALLENGE = 0.3
+#: How often a bot plays a playable drawn card (always, under the house rule force_play).
+PLAY_DRAWN = 0.8
+#: How often, while a jump-in is open, one seat that may make it looks at its hand for the top card's
+#: twin and, holding it, jumps in (house rule jump_in).
+JUMP_IN = 0.5
 
 Reply = TypeVar("Reply")
 Metadata = tuple[tuple[str, str], ...]
@@ -169,6 +181,7 @@ class BotTable:
         self.progress = progress
         self.game_id = ""
         self.tokens: dict[int, str] = {}
+        self.options: Options = make_options(Variant.CLASSIC)  # the game's, once created
         self.version = 0
         self.retries = 0  # this table's: its calls run one at a time, so a call sees its own retries here
 
@@ -190,7 +203,12 @@ class BotTable:
             self.progress(self.summary)
 
     async def create(
-        self, variant: Variant, players: int, target_score: int | None, tournament_id: str = ""
+        self,
+        variant: Variant,
+        players: int,
+        target_score: int | None,
+        tournament_id: str = "",
+        options: Mapping[str, Any] | None = None,
     ) -> pb.GameView:
         """Create the game. A retried creation whose first reply was lost fails with ALREADY_EXISTS (the
         command id is this request's alone, so only its own earlier attempt can have used it): that game's
@@ -204,6 +222,8 @@ class BotTable:
                 players=[f"bot{i + 1}" for i in range(players)],
                 tournament_id=tournament_id,
             )
+            if options:
+                request.options.update(dict(options))
             if target_score is not None:
                 request.target_score = target_score
             try:
@@ -215,6 +235,10 @@ class BotTable:
                 self.summary.abandoned += 1
         self.game_id = reply.game_id
         self.tokens = {seat.seat: seat.token for seat in reply.seats}
+        given = dict(options or {})
+        if target_score is not None:
+            given["target_score"] = target_score
+        self.options = make_options(variant, given)  # the server accepted them: so does this
         self.version = reply.version
         return reply.view
 
@@ -246,9 +270,14 @@ class BotTable:
         return view
 
     async def play(
-        self, variant: Variant, players: int, target_score: int | None = None, tournament_id: str = ""
+        self,
+        variant: Variant,
+        players: int,
+        target_score: int | None = None,
+        tournament_id: str = "",
+        options: Mapping[str, Any] | None = None,
     ) -> None:
-        view = await self.create(variant, players, target_score, tournament_id)
+        view = await self.create(variant, players, target_score, tournament_id, options)
         while view.awaiting != "game-over":
             if view.awaiting == "round-start":
                 reply = await self.send("StartRound", 0, pb.StartRoundRequest(header=self.header()))
@@ -261,10 +290,32 @@ class BotTable:
                     catcher = self.rng.choice([s for s in range(players) if s != exposed])
                     await self.send("Catch", catcher, pb.CatchRequest(header=self.header(), target=exposed))
                     fresh = False
+            if fresh and view.jumpable and self.rng.random() < JUMP_IN:
+                jumped = await self.jump_in(view, variant, players)
+                if jumped is not None:
+                    view = jumped
+                    continue
             seat = view.turn
             seat_view = view if fresh and view.viewer_seat == seat else await self.view_of(seat)
             after = await self.act(seat_view, seat, variant, players)
             view = after if after is not None else await self.view_of(seat)
+
+    async def jump_in(self, view: pb.GameView, variant: Variant, players: int) -> pb.GameView | None:
+        """One seat that may jump in on the top card (not on turn, not its player) looks at its own hand
+        and, holding the twin, jumps in: the view after it, or None when it does not."""
+        seats = [s for s in range(players) if s not in (view.turn, view.top_by)]
+        if not seats:
+            return None
+        seat = self.rng.choice(seats)
+        mine = await self.view_of(seat)
+        if not mine.jumpable or not mine.hands:
+            return None
+        top = Card.parse(mine.top)
+        hand = [Card.parse(token) for token in mine.hands[0].cards]
+        if not any(identical(card, top) for card in hand):
+            return None
+        reply = await self.play_card(top, seat, hand, mine, variant, jump_in=True)
+        return reply.view if reply is not None else None
 
     async def act(self, view: pb.GameView, seat: int, variant: Variant, players: int) -> pb.GameView | None:
         """Send the command this seat's view calls for; the view after it (None if it was refused)."""
@@ -275,14 +326,16 @@ class BotTable:
             top = Card.parse(view.top)
             colour = Colour(view.colour) if view.colour else None
             options = playable_cards(hand, top, colour)
-            pick = rng.randrange(len(options) + 1)
+            # Drawing with a playable card in hand is a choice (uniform with the cards) — but not under
+            # draw_to_match, where one draw takes cards until a playable one: nobody does that by choice.
+            pick = rng.randrange(len(options) + (0 if options and self.options.draw_to_match else 1))
             if pick < len(options):
                 reply = await self.play_card(options[pick], seat, hand, view, variant)
             else:  # take cards the rule set's way: draw, or press UNO Attack's launcher
                 take = RULE_SETS[variant].taking.action.__name__
                 reply = await self.send(take, seat, getattr(pb, f"{take}Request")(header=self.header()))
         elif awaiting == "drawn":
-            if view.drawn and rng.random() < 0.8:
+            if view.drawn and (self.options.force_play or rng.random() < PLAY_DRAWN):
                 reply = await self.play_card(Card.parse(view.drawn), seat, hand, view, variant)
             else:
                 reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
@@ -294,8 +347,14 @@ class BotTable:
                 reply = await self.play_card(rng.choice(options), seat, hand, view, variant)
             else:
                 reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
-        elif awaiting == "wd4-response":
-            if rng.random() < CHALLENGE:
+        elif awaiting in ("stack", "wd4-response"):
+            # A draw penalty waits for this seat: pass it on when a card stacks (house rule stacking);
+            # else take it, or challenge a Wild Draw Four now and then (never one playable at any time).
+            top = Card.parse(view.top)
+            stacking = [card for card in hand if stacks_on(card, top, self.options.stacking)]
+            if stacking:
+                reply = await self.play_card(rng.choice(stacking), seat, hand, view, variant)
+            elif awaiting == "wd4-response" and not self.options.wd4_any_time and rng.random() < CHALLENGE:
                 reply = await self.send("Challenge", seat, pb.ChallengeRequest(header=self.header()))
             else:
                 reply = await self.send("Accept", seat, pb.AcceptRequest(header=self.header()))
@@ -311,19 +370,37 @@ class BotTable:
         return reply.view if reply is not None else None
 
     async def play_card(
-        self, card: Card, seat: int, hand: list[Card], view: pb.GameView, variant: Variant
+        self,
+        card: Card,
+        seat: int,
+        hand: list[Card],
+        view: pb.GameView,
+        variant: Variant,
+        *,
+        jump_in: bool = False,
     ) -> pb.CommandReply | None:
-        """Play ``card`` from ``hand``, calling UNO when it leaves one card (the games these bots create
-        have their rule set's default options)."""
-        request = pb.PlayRequest(header=self.header(), card=card.token)
+        """Play ``card`` from ``hand`` (out of turn, ``jump_in``), naming a colour and a target as the card
+        asks under the game's options, and calling UNO when it leaves one card once its own effects on the
+        hand are done (a trade, a seven-o swap or rotation)."""
+        options = self.options
+        request = pb.PlayRequest(header=self.header(), card=card.token, jump_in=jump_in)
         if card.is_wild and card.face is not Face.WILD_ITEM_BOX:
             request.colour = self.rng.choice(COLOURS)
         target = None
-        if names_target(card.face, CustomAction.PLAIN):
-            target = self.rng.choice([s for s in range(len(view.players)) if s != seat])
+        if card.number is None:
+            names = names_target(card.face, options.custom_action)
+        else:  # a 7 swaps hands under seven-o, unless it is the last card (going out swaps nothing)
+            names = card.face is Face.SEVEN and options.seven_o and len(hand) > 1
+        if names:
+            others = [s for s in range(len(view.players)) if s != seat]
+            if card.face is Face.SEVEN:  # a seven-o swap: for the smallest hand at the table
+                target = min(others, key=lambda s: (view.hand_sizes[s], s))
+            else:
+                target = self.rng.choice(others)
             request.target = target
         held = view.hand_sizes[target] if target is not None else None
-        if cards_left(hand, card, make_options(variant), held) == 1 and self.rng.random() >= FORGET_UNO:
+        passed = view.hand_sizes[(seat - view.direction) % len(view.players)]  # a 0 under seven-o
+        if cards_left(hand, card, options, held, passed) == 1 and self.rng.random() >= FORGET_UNO:
             request.uno = True
         return await self.send("Play", seat, request)
 
@@ -338,13 +415,15 @@ async def run_bots(
     seed: int = 0,
     target_score: int | None = None,
     tournament_id: str = "",
+    options: Mapping[str, Any] | None = None,
     policy: RetryPolicy = RetryPolicy(),
     progress: Callable[[LoadSummary], None] | None = None,
     credentials: grpc.ChannelCredentials | None = None,
 ) -> LoadSummary:
     """Play ``games`` complete games against the server at ``address``, ``concurrency`` at a time
-    (matches to ``target_score`` points, or the rule set's default), every call retried as ``policy``
-    says. ``progress`` is told the summary so far after each finished game and each retry.
+    (matches to ``target_score`` points, or the rule set's default; ``options`` as CreateGame takes them,
+    the house rules among them), every call retried as ``policy`` says. ``progress`` is told the summary
+    so far after each finished game and each retry.
     ``credentials`` make the channel TLS (:func:`service.api.tls.channel_credentials`); none, plaintext."""
     summary = LoadSummary()
     rng = random.Random(seed)
@@ -361,7 +440,7 @@ async def run_bots(
         async def one(game_seed: int) -> None:
             async with gate:
                 table = BotTable(stub, random.Random(game_seed), summary, policy, progress)
-                await table.play(variant, players, target_score, tournament_id)
+                await table.play(variant, players, target_score, tournament_id, options)
                 summary.games += 1
                 if progress is not None:
                     progress(summary)
