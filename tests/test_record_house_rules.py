@@ -499,7 +499,7 @@ def test_drawing_past_a_playable_card_breaks_draw_to_match_at_its_line() -> None
         round_line(),
         {"by": "ann", "draw": True, "cards": ["R2", "G6"]},  # R2 is red: the drawing stops there
     )
-    assert found(report)[0] == (3, "house.draw-to-match")
+    assert found(report) == [(3, "house.draw-to-match")]  # one mistake, one finding
     assert "R2" in report["violations"][0]["message"]
 
 
@@ -511,6 +511,72 @@ def test_drawing_past_a_playable_card_is_followed_as_the_table_did() -> None:
     )
     assert found(report) == [(3, "house.draw-to-match")]
     assert hand(report, "ann") == Counter([*HANDS["ann"], "R2", "G6"])
+
+
+def classic_deck(first: str, pile_top: list[str]) -> list[str]:
+    """A whole classic deck, top first, that deals ``HANDS`` (one card at a time from ann, left of the
+    dealer cy), flips ``first`` and then has ``pile_top`` on top of the draw pile."""
+    deck = Counter(
+        [f"{c}0" for c in "RYGB"]
+        + [f"{c}{face}" for c in "RYGB" for face in [*map(str, range(1, 10)), "S", "R", "+2"] for _ in (1, 2)]
+        + ["W", "W+4"] * 4
+    )
+    dealt = [HANDS[name][k] for k in range(7) for name in ("ann", "bob", "cy")]
+    order = [*dealt, first, *pile_top]
+    deck.subtract(order)
+    return order + sorted(deck.elements())
+
+
+def deck_round(first: str, pile_top: list[str]) -> str:
+    return json.dumps({"round": 1, "dealer": "cy", "deck": classic_deck(first, pile_top)})
+
+
+@pytest.mark.parametrize(
+    ("listed", "why"),
+    [
+        (["G6"], "drawing stopped at G6 before a playable card came"),
+        (["G6", "B8", "R2", "Y4"], "drawing stops at the playable R2"),
+    ],
+    ids=["stopped-early", "past-a-playable-card"],
+)
+def test_with_a_deck_a_draw_line_that_stops_elsewhere_breaks_draw_to_match(
+    listed: list[str], why: str
+) -> None:
+    # The deck has G6 B8 R2 Y4 on top of the pile: on R7, G6 and B8 do not match, R2 does.
+    report = verify(
+        header({"draw_to_match": True}),
+        deck_round("R7", ["G6", "B8", "R2", "Y4"]),
+        {"by": "ann", "draw": True, "cards": listed},
+    )
+    assert found(report) == [(3, "house.draw-to-match")]
+    assert why in report["violations"][0]["message"]
+
+
+def test_with_a_deck_a_draw_to_match_listed_as_drawn_is_valid() -> None:
+    report = verify(
+        header({"draw_to_match": True}),
+        deck_round("R7", ["G6", "B8", "R2", "Y4"]),
+        {"by": "ann", "draw": True, "cards": ["G6", "B8", "R2"]},
+        {"by": "ann", "play": "R2"},
+    )
+    assert found(report) == []
+    assert hand(report, "ann") == Counter([*HANDS["ann"], "G6", "B8"])
+    assert report["final"]["turn"] == "bob"
+
+
+@pytest.mark.xfail(
+    reason="engine: with a known pile order (a deck), resolve draws to the match whatever the table listed, "
+    "so a table that stopped drawing early, or drew past the playable card, is not followed",
+    strict=True,
+)
+@pytest.mark.parametrize("listed", [["G6"], ["G6", "B8", "R2", "Y4"]], ids=["stopped-early", "past"])
+def test_with_a_deck_a_draw_that_stopped_elsewhere_is_followed_as_the_table_did(listed: list[str]) -> None:
+    report = verify(
+        header({"draw_to_match": True}),
+        deck_round("R7", ["G6", "B8", "R2", "Y4"]),
+        {"by": "ann", "draw": True, "cards": listed},
+    )
+    assert hand(report, "ann") == Counter([*HANDS["ann"], *listed])
 
 
 def test_keeping_a_playable_drawn_card_under_force_play_breaks_force_play() -> None:
