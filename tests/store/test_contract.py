@@ -36,12 +36,19 @@ from .support import PLAYERS, assert_valid_stream, new_game, played, read_until,
 WAIT = 5.0  # seconds for a wake-up; generous, so a slow machine does not fail, and no test can hang
 
 
-@pytest.fixture(params=[pytest.param("postgres", marks=pytest.mark.postgres), "memory"])
+@pytest.fixture(
+    params=[
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres-alone", marks=pytest.mark.postgres),
+        "memory",
+    ]
+)
 def contract_store(request: pytest.FixtureRequest) -> Store:
-    """Each implementation in turn: a fresh migrated PostgreSQL database, or a new in-memory store."""
+    """Each implementation in turn: a fresh migrated PostgreSQL database with group commit (the default),
+    the same without it (``alone_store``: each append a statement of its own), or a new in-memory store."""
     if request.param == "memory":
         return MemoryStore()
-    store: Store = request.getfixturevalue("store")
+    store: Store = request.getfixturevalue("alone_store" if request.param == "postgres-alone" else "store")
     return store
 
 

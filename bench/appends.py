@@ -1,0 +1,209 @@
+"""Appends/s of the store alone, with group commit on and off, beside pgbench's one-transaction ceiling.
+
+    python bench/appends.py [--seconds 5] [--database-url URL] [--json]
+
+In one run, on one PostgreSQL server, in a fresh database ``uno_bench_<random>`` that the script creates
+and drops (also on Ctrl-C or failure), at 1, 8 and 64 concurrent games:
+
+* **pgbench**: :func:`bench.service.pgbench`, the store's own one-statement append (ledger row, two
+  events, ``pg_notify``) run by ``pgbench -c N -j N`` against the real tables with every trigger on,
+  each client appending to a game of its own. This is the ceiling of appends sent one transaction each.
+* **store, group commit off**: ``EventStore.open(group_commit=False)``: ``N`` tasks, one game each, each
+  awaiting ``append`` in a loop (expected version and ``prev_hash`` from the previous result, as the
+  command handler passes them); each append is one statement on a pooled connection (pool of
+  ``max(10, N)``, as ``bench/service.py`` gives it).
+* **store, group commit on**: the same with ``group_commit=True`` (the default), and the mean number of
+  commands per group in the measuring window.
+
+Every append carries two events of the sizes pgbench writes (``PLAYED``, ``PROMPTED``), so all three
+write the same rows. Each figure is counted over ``--seconds`` after a warm-up of ``WARMUP_SECONDS``;
+the three measurements of one load run one after another, so a change in the machine's load shows as a
+difference between runs of the whole script rather than between columns. Run it twice on a quiet
+machine and compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.service import (  # noqa: E402
+    PGBENCH,
+    PLAYED,
+    PLAYERS,
+    PROMPTED,
+    WARMUP_SECONDS,
+    Window,
+    create_database,
+    database_url,
+    drop_database,
+    pgbench,
+    run_for,
+    settle,
+)
+from service.store import EventStore, NewEvent  # noqa: E402
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+LOADS = (1, 8, 64)
+
+#: One command's events: what pgbench's script writes, as the store is given them.
+COMMAND_EVENTS = (NewEvent("CardPlayed", json.loads(PLAYED)), NewEvent("Prompted", json.loads(PROMPTED)))
+
+
+async def store_rate(url: str, games: int, seconds: float, *, group_commit: bool) -> dict[str, Any]:
+    """``EventStore.append`` from ``games`` tasks, one game each; appends/s, latencies, group sizes."""
+    window = Window(seconds)
+    store = await EventStore.open(url, max_size=max(10, games), group_commit=group_commit)
+    stats: dict[str, dict[str, int]] = {}
+    try:
+
+        async def worker(index: int) -> None:
+            game_id = f"store-{uuid.uuid4()}"
+            created = await store.create_game(
+                game_id,
+                variant="classic",
+                players=[f"p{i + 1}" for i in range(PLAYERS)],
+                tournament_id="",
+                seed=secrets.token_bytes(32),
+                seat_token_hashes=[secrets.token_bytes(32) for _ in range(PLAYERS)],
+                command_id=f"create-{game_id}",
+                request_hash=hashlib.sha256(game_id.encode()).digest(),
+                events=[NewEvent("GameCreated", {"variant": "classic"})],
+                metadata={"actor": "anyone", "command": "CreateGame"},
+            )
+            version, last_hash = created.last_version, created.last_hash
+            while True:
+                command_id = f"{game_id}-{version}"
+                started = time.perf_counter()
+                result = await store.append(
+                    game_id,
+                    version,
+                    COMMAND_EVENTS,
+                    command_id=command_id,
+                    request_hash=hashlib.sha256(command_id.encode()).digest(),
+                    metadata={"actor": index % PLAYERS, "command": "Play"},
+                    prev_hash=last_hash,
+                )
+                window.record(started, time.perf_counter())
+                version, last_hash = result.last_version, result.last_hash
+
+        async def watch() -> None:
+            """The group counters at the window's start and end."""
+            for name, at in (("start", window.start), ("end", window.end)):
+                await asyncio.sleep(max(0.0, at - time.perf_counter()))
+                stats[name] = store.group_commit_stats()
+            await asyncio.sleep(3600)  # until run_for cancels the workers
+
+        workers = [functools.partial(worker, i) for i in range(games)]
+        await run_for(window, [*workers, watch], {"bench": os.getpid()})
+    finally:
+        await store.close()
+    figure = window.figure().to_json()
+    start, end = stats.get("start"), stats.get("end")
+    groups = commands = 0
+    if start is not None and end is not None:
+        groups = end["groups"] - start["groups"]
+        commands = end["commands"] - start["commands"]
+    figure["mean_group"] = round(commands / groups, 2) if groups else None
+    return figure
+
+
+async def run_all(url: str, seconds: float, workdir: Path) -> dict[str, Any]:
+    store = await EventStore.open(url)
+    try:
+        await store.migrate()
+    finally:
+        await store.close()
+    await settle(url)
+    results: dict[str, Any] = {"seconds": seconds, "warmup_seconds": WARMUP_SECONDS, "loads": {}}
+    for games in LOADS:
+        _say(f"{games} game(s): pgbench ...")
+        ceiling = (await pgbench(url, games, seconds, workdir)).to_json()
+        _say(f"{games} game(s): store, group commit off ...")
+        off = await store_rate(url, games, seconds, group_commit=False)
+        _say(f"{games} game(s): store, group commit on ...")
+        on = await store_rate(url, games, seconds, group_commit=True)
+        results["loads"][str(games)] = {"pgbench": ceiling, "off": off, "on": on}
+        await settle(url)  # the next load meets no pending autovacuum or checkpoint of this one
+    return results
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = [
+        f"appends/s of the store alone (2 events each) — {results['seconds']:g} s per measurement after "
+        f"{results['warmup_seconds']:g} s warm-up; {results['database']}; latencies p50/p99 in ms",
+        "",
+        f"{'games':>5}  {'pgbench TPS':>11}  {'store, off':>10}  {'store, on':>10}  {'on/off':>6}  "
+        f"{'on/pgbench':>10}  {'mean group':>10}  {'off p50/p99':>12}  {'on p50/p99':>12}",
+    ]
+    for games, load in results["loads"].items():
+        ceiling, off, on = load["pgbench"], load["off"], load["on"]
+        group = f"{on['mean_group']:.1f}" if on["mean_group"] is not None else "-"
+        lines.append(
+            f"{games:>5}  {ceiling['tps']:>11,.0f}  {off['per_second']:>10,.0f}  {on['per_second']:>10,.0f}  "
+            f"{on['per_second'] / off['per_second']:>6.2f}  {on['per_second'] / ceiling['tps']:>10.2f}  "
+            f"{group:>10}  {off['p50_ms']:>5.2f}/{off['p99_ms']:<6.2f}  "
+            f"{on['p50_ms']:>5.2f}/{on['p99_ms']:<6.2f}"
+        )
+    return "\n".join(lines)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="store appends/s with group commit on and off vs pgbench")
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measurement (default 5)")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL),
+        help=f"a PostgreSQL server as a superuser's URL (default {DEFAULT_URL}); the script creates and "
+        "drops a database uno_bench_<random> there",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    args = parser.parse_args(argv)
+    if shutil.which(PGBENCH) is None:
+        parser.error("pgbench is not on PATH (Debian: apt-get install postgresql-client)")
+    name = f"uno_bench_{secrets.token_hex(4)}"
+    created = False
+    try:
+        create_database(args.database_url, name)
+        created = True
+        _say(f"database {name} created")
+        with tempfile.TemporaryDirectory(prefix="uno-bench-") as workdir:
+            results = asyncio.run(run_all(database_url(args.database_url, name), args.seconds, Path(workdir)))
+    except KeyboardInterrupt:
+        _say("interrupted")
+        return 130
+    finally:
+        if created:
+            drop_database(args.database_url, name)
+            _say(f"database {name} dropped")
+    import psycopg
+
+    with psycopg.connect(args.database_url) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    results["database"] = f"PostgreSQL {row[0] if row else '?'}"
+    results["load_average"] = os.getloadavg()
+    print(json.dumps(results) if args.json else report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
