@@ -10,7 +10,8 @@ How (:class:`GroupCommit`): ``append`` puts its command in a queue and waits for
 flusher task per store takes what is queued (at most ``max_batch`` commands, at most one per game) and
 sends it as :data:`BATCH_APPEND` on a pooled connection; appends that arrive meanwhile wait for the next
 group. There is no timer: a command that arrives when nothing is in flight is sent at once, alone, in one
-round trip; grouping only ever happens to commands that would have waited anyway.
+round trip (as the single-command statement, which is cheaper than a group's); grouping only ever
+happens to commands that would have waited anyway.
 
 Each command keeps its own semantics inside the group, because the statement decides per command, from
 what the database holds, whether to write it (``checked``):
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -191,13 +192,19 @@ class GroupCommit:
     """The queue of one store's appends and the flusher that sends them in groups; see the module."""
 
     def __init__(
-        self, pool: AsyncConnectionPool[Connection], channel: str, max_batch: int = DEFAULT_MAX_BATCH
+        self,
+        pool: AsyncConnectionPool[Connection],
+        *,
+        channel: str,
+        alone: Callable[[Connection, Batch, bytes], Awaitable[AppendResult]],
+        max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
-        """Groups go through ``pool`` and notify ``channel`` (:data:`~service.store.streams.NOTIFY_CHANNEL`,
-        passed in because that module imports this one)."""
+        """Groups go through ``pool`` and notify ``channel``; a group of one is written by ``alone`` (the
+        single-command append). Both come from :mod:`service.store.streams`, which imports this module."""
         if max_batch < 1:
             raise ValueError(f"max_batch must be positive, not {max_batch}")
         self._pool = pool
+        self._alone = alone
         self._statement = BATCH_APPEND.format(channel=channel)
         self._max_batch = max_batch
         self._queue: deque[Pending] = deque()
@@ -241,8 +248,27 @@ class GroupCommit:
     async def _flush(self) -> None:
         while self._queue:
             group = self._take()
-            if group:
+            if len(group) == 1:
+                await self._send_alone(group[0])
+            elif group:
                 await self._send(group)
+
+    async def _send_alone(self, pending: Pending) -> None:
+        """A command that found nothing else waiting: the single-command statement, which costs less than
+        a group's (it checks nothing itself: the database's refusal can only concern this command), and
+        its outcome settled as without group commit."""
+        self.groups += 1
+        self.commands += 1
+        try:
+            async with self._pool.connection() as conn:
+                result = await self._alone(conn, pending.batch, pending.request_hash)
+        except Exception as error:
+            pending.settle(error)
+            return
+        except BaseException:
+            pending.settle(StoreError("append interrupted"))
+            raise
+        pending.settle(result)
 
     async def _send(self, group: list[Pending]) -> None:
         """Send one group and hand each command its outcome; never raises (but when cancelled)."""
@@ -267,9 +293,9 @@ class GroupCommit:
             for pending in group:
                 pending.settle(ALONE)
             return
-        except BaseException as error:
+        except BaseException:
             for pending in group:
-                pending.settle(error if isinstance(error, Exception) else StoreError("append interrupted"))
+                pending.settle(StoreError("append interrupted"))
             raise
         if len(rows) != len(group):  # cannot happen: one row per command
             mismatch = StoreError(f"a group of {len(group)} commands returned {len(rows)} rows")

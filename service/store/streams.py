@@ -140,7 +140,11 @@ class PostgresStreams(StreamStore):
         one statement of its own."""
         self._dsn = dsn
         self._pool = pool
-        self._group = GroupCommit(pool, NOTIFY_CHANNEL, max_batch) if group_commit else None
+        self._group = (
+            GroupCommit(pool, channel=NOTIFY_CHANNEL, alone=_append_alone, max_batch=max_batch)
+            if group_commit
+            else None
+        )
 
     async def append(
         self,
