@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import service as service_bench  # noqa: E402
 from bench.service import (  # noqa: E402
     PGBENCH,
     PLAYED,
@@ -49,6 +50,7 @@ from bench.service import (  # noqa: E402
     PROMPTED,
     WARMUP_SECONDS,
     Window,
+    cpu_figures,
     create_database,
     database_url,
     drop_database,
@@ -110,10 +112,11 @@ async def store_rate(url: str, games: int, seconds: float, *, group_commit: bool
             await asyncio.sleep(3600)  # until run_for cancels the workers
 
         workers = [functools.partial(worker, i) for i in range(games)]
-        await run_for(window, [*workers, watch], {"bench": os.getpid()})
+        used = await run_for(window, [*workers, watch], {"bench": os.getpid()})
     finally:
         await store.close()
     figure = window.figure().to_json()
+    figure.update(cpu_figures(used, seconds, figure["operations"]))
     start, end = stats.get("start"), stats.get("end")
     groups = commands = 0
     if start is not None and end is not None:
@@ -149,7 +152,8 @@ def report(results: dict[str, Any]) -> str:
         f"{results['warmup_seconds']:g} s warm-up; {results['database']}; latencies p50/p99 in ms",
         "",
         f"{'games':>5}  {'pgbench TPS':>11}  {'store, off':>10}  {'store, on':>10}  {'on/off':>6}  "
-        f"{'on/pgbench':>10}  {'mean group':>10}  {'off p50/p99':>12}  {'on p50/p99':>12}",
+        f"{'on/pgbench':>10}  {'mean group':>10}  {'off p50/p99':>12}  {'on p50/p99':>12}  "
+        "CPU ms per append off/on: bench, postgres",
     ]
     for games, load in results["loads"].items():
         ceiling, off, on = load["pgbench"], load["off"], load["on"]
@@ -158,9 +162,15 @@ def report(results: dict[str, Any]) -> str:
             f"{games:>5}  {ceiling['tps']:>11,.0f}  {off['per_second']:>10,.0f}  {on['per_second']:>10,.0f}  "
             f"{on['per_second'] / off['per_second']:>6.2f}  {on['per_second'] / ceiling['tps']:>10.2f}  "
             f"{group:>10}  {off['p50_ms']:>5.2f}/{off['p99_ms']:<6.2f}  "
-            f"{on['p50_ms']:>5.2f}/{on['p99_ms']:<6.2f}"
+            f"{on['p50_ms']:>5.2f}/{on['p99_ms']:<6.2f}  {_cpu(off)} / {_cpu(on)}"
         )
     return "\n".join(lines)
+
+
+def _cpu(figure: dict[str, Any]) -> str:
+    used = figure.get("cpu_ms_per_op", {})
+    figures = (used.get(name) for name in ("bench", "postgres"))
+    return ", ".join("-" if value is None else f"{value:.3f}" for value in figures)
 
 
 def _say(message: str) -> None:
@@ -181,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which(PGBENCH) is None:
         parser.error("pgbench is not on PATH (Debian: apt-get install postgresql-client)")
     name = f"uno_bench_{secrets.token_hex(4)}"
+    service_bench._databases.add(name)  # whose backends the CPU figures count as PostgreSQL's
     created = False
     try:
         create_database(args.database_url, name)

@@ -4,7 +4,8 @@
   :class:`StreamStore` and the :class:`GameCatalogue`, joined by ``create_game``;
 * :mod:`service.store.model` — the values every implementation shares, and the hash chain;
 * :mod:`service.store.store` — :class:`EventStore`, the PostgreSQL store the service runs on, composed of
-  :mod:`service.store.streams` and :mod:`service.store.games`;
+  :mod:`service.store.streams` and :mod:`service.store.games`; :mod:`service.store.group_commit` sends the
+  appends that wait at the same time together;
 * :mod:`service.store.global_order` and :mod:`service.store.checkpoints` — PostgreSQL's gap-free reader
   and its followers' checkpoints, shared with the projector;
 * :mod:`service.store.memory` — :class:`MemoryStore`, the same contract in memory;

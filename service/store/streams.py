@@ -2,9 +2,12 @@
 
 What it guarantees, and where each guarantee lives:
 
-* **One transaction per command.** :meth:`PostgresStreams.append` writes the command's ledger rows, all
-  its events and the wake-up notification with one prepared statement (data-modifying CTEs, the events
-  as one jsonb array), which is atomic by itself: one round trip whatever the number of events.
+* **One statement per command, or per group of commands.** :meth:`PostgresStreams.append` writes the
+  command's ledger row, all its events and the wake-up notification with one prepared statement
+  (data-modifying CTEs, the events as one jsonb array), which is atomic by itself: one round trip whatever
+  the number of events. With group commit (the default, :mod:`service.store.group_commit`), commands of
+  different games that wait at the same time share one such statement, hence one round trip and one
+  commit, each still written all or nothing and settled on its own; a command alone is sent as before.
 * **Optimistic concurrency.** The key ``(game_id, version)``: of two appends expecting the same version
   exactly one commits; the other gets :class:`VersionConflict` with the version it lost to. A trigger
   also insists that version *n* follows a stored version *n − 1* whose hash is the new row's
