@@ -1,7 +1,13 @@
 """Rules engine throughput: random-legal two-player classic games through decide + evolve, side by side
 with RLCard 1.2's UNO engine driven by random legal actions, in the same run.
 
-    python bench/rules_speed.py [--seconds 3] [--runs 5] [--seed 0] [--json]
+    python bench/rules_speed.py [--seconds 3] [--runs 5] [--seed 0] [--json] [--compiled PATH]
+
+``--compiled PATH`` times the compiled engine too: ``PATH`` is a copy of the project built with mypyc
+(``UNO_AUDIT_COMPILE=1 pip install --no-deps --target PATH .``), run in a child process that imports
+``service`` from ``PATH`` first (the parent has the work tree's pure engine loaded). The engines take
+turns run by run — pure, compiled, RLCard — so that a change in the machine's speed hits all alike, and
+run ``n`` of each plays the same seeds.
 
 A *move* is one accepted command (a play, draw, pass, UNO call, catch, challenge, colour choice, round
 start). Each of ours goes through :func:`service.rules.decide.execute` — legality check, effects, events,
@@ -16,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,6 +82,33 @@ def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
     }
 
 
+def _run_compiled(path: str, seconds: float, seed: int) -> dict[str, Any]:
+    """One timed run of the compiled engine installed in ``path``, in a child process.
+
+    The child starts with ``python -P`` (no script folder or work tree on the path), imports ``service``
+    from ``path`` before anything else (so every ``service`` module it uses is that copy's, whatever the
+    path holds later), and refuses to time anything but the compiled engine (``.so`` modules).
+    """
+    root = str(Path(__file__).resolve().parent.parent)
+    child = (
+        "import json, sys\n"
+        f"sys.path[:0] = [{path!r}, {root!r}]\n"
+        "import service.rules.state\n"
+        "if not service.rules.state.__file__.endswith('.so'):\n"
+        "    sys.exit(f'not a compiled engine: {service.rules.state.__file__}')\n"
+        "from bench.rules_speed import uno_audit_moves_per_second\n"
+        f"print(json.dumps(uno_audit_moves_per_second({seconds!r}, {seed!r})))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", child], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the compiled engine in {path} did not run: {done.stderr.strip()}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ordered = sorted(runs, key=lambda run: run["moves_per_second"])
     middle = dict(ordered[len(ordered) // 2])
@@ -88,31 +123,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="alternating runs of each engine (default 5)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--compiled",
+        metavar="PATH",
+        help="also time the compiled engine in PATH (UNO_AUDIT_COMPILE=1 pip install --target PATH .)",
+    )
     args = parser.parse_args(argv)
 
-    # The engines take turns, so a change in the machine's speed during the run hits both alike;
+    # The engines take turns, so a change in the machine's speed during the run hits them alike;
     # each figure is the median of its runs.
     ours: list[dict[str, Any]] = []
+    compiled: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     baseline = True
     for run in range(args.runs):
         ours.append(uno_audit_moves_per_second(args.seconds, args.seed + run))
+        if args.compiled:
+            compiled.append(_run_compiled(args.compiled, args.seconds, args.seed + run))
         if baseline:
             try:
                 theirs.append(rlcard_moves_per_second(args.seconds, args.seed + run))
             except RuntimeError as missing:
                 print(f"(baseline skipped: {missing})", file=sys.stderr)
                 baseline = False
-    mine = _median(ours)
+    pure = _median(ours)
+    fast = _median(compiled) if compiled else None
     rl = _median(theirs) if theirs else None
     if args.json:
-        print(json.dumps({"uno_audit": mine, "rlcard": rl}))
+        print(json.dumps({"uno_audit": pure, "uno_audit_compiled": fast, "rlcard": rl}))
         return 0
     print(f"{'engine (median of ' + str(args.runs) + ' runs)':<34}{'moves/s':>10}   runs")
-    print(f"{'uno-audit decide+evolve':<34}{mine['moves_per_second']:>10,}   {mine['runs']}")
+    print(f"{'uno-audit decide+evolve, pure':<34}{pure['moves_per_second']:>10,}   {pure['runs']}")
+    if fast is not None:
+        print(f"{'uno-audit decide+evolve, mypyc':<34}{fast['moves_per_second']:>10,}   {fast['runs']}")
     if rl is not None:
         print(f"{'RLCard 1.2 UnoGame':<34}{rl['moves_per_second']:>10,}   {rl['runs']}")
-        print(f"ratio uno-audit / RLCard: {mine['moves_per_second'] / rl['moves_per_second']:.2f}")
+        print(f"ratio pure / RLCard: {pure['moves_per_second'] / rl['moves_per_second']:.2f}")
+        if fast is not None:
+            print(f"ratio compiled / RLCard: {fast['moves_per_second'] / rl['moves_per_second']:.2f}")
+    if fast is not None:
+        print(f"ratio compiled / pure: {fast['moves_per_second'] / pure['moves_per_second']:.2f}")
     return 0
 
 
