@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import hashlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from service.play.bots import Habits
 from service.play.simulate import SimulatedGame, play_game
 from service.rules.cards import Card
 from service.rules.events import GameCreated, RoundEnded, UnoCaught, Wd4Challenged
-from service.rules.options import Variant, make_options
+from service.rules.options import HOUSE_RULES, UNSUPPORTED, Variant, make_options
 from service.store import EventStore
 
 
@@ -44,10 +44,44 @@ class Stored:
 TALKATIVE = Habits(forget_uno=0.5, late_call=0.2, catch=0.9, challenge=0.6)
 
 
-def simulate(variant: Variant, players: int, seed: int, target_score: int = 150) -> SimulatedGame:
-    """A complete bot game, kept short by a low target score."""
-    options = make_options(variant, {"target_score": target_score})
-    return play_game(variant, players, seed, options=options, habits=TALKATIVE)
+def simulate(
+    variant: Variant,
+    players: int,
+    seed: int,
+    target_score: int = 150,
+    house_rules: Mapping[str, Any] | None = None,
+) -> SimulatedGame:
+    """A complete bot game, kept short by a low target score (with ``house_rules``, played by them)."""
+    options = make_options(variant, {"target_score": target_score, **(house_rules or {})})
+    game = play_game(variant, players, seed, options=options, habits=TALKATIVE)
+    assert not game.stalled, f"{variant.value} {players} {seed} {house_rules}: choose a seed that ends"
+    return game
+
+
+def every_house_rule(variant: Variant) -> dict[str, Any]:
+    """Every house rule ``variant`` takes, on (stacking: any)."""
+    return {
+        name: ("any" if name == "stacking" else True)
+        for name in HOUSE_RULES
+        if name not in UNSUPPORTED[variant]
+    }
+
+
+#: Games played under house rules (docs/RULES.md §9): (variant, players, seed, house rules). Between them
+#: they hold every house rule's events (jump-ins, swaps, rotations, stacked accepts, draws to a match).
+HOUSE_SPECS: tuple[tuple[Variant, int, int, dict[str, Any]], ...] = (
+    (Variant.CLASSIC, 3, 21, every_house_rule(Variant.CLASSIC)),
+    (Variant.ATTACK, 4, 22, every_house_rule(Variant.ATTACK)),
+    (Variant.SONIC, 3, 23, {"stacking": "draw-two", "jump_in": True, "seven_o": True}),
+    (
+        Variant.MARIO_KART,
+        4,
+        24,
+        {"stacking": "draw-four", "draw_to_match": True, "force_play": True, "wd4_any_time": True},
+    ),
+    (Variant.CLASSIC, 2, 25, {"jump_in": True, "seven_o": True}),
+    (Variant.ATTACK, 3, 26, {"stacking": "draw-two", "jump_in": True}),
+)
 
 
 def _hash(text: str) -> bytes:
@@ -145,6 +179,21 @@ async def store_games(
 ) -> list[Stored]:
     """Store one simulated game per spec, concurrently (so the log interleaves them), two tournaments."""
     games = [simulate(variant, players, seed) for variant, players, seed in specs]
+    return await _store_all(store, games, prefix)
+
+
+async def store_house_games(
+    store: EventStore,
+    specs: Sequence[tuple[Variant, int, int, dict[str, Any]]] = HOUSE_SPECS,
+    *,
+    prefix: str = "h",
+) -> list[Stored]:
+    """:func:`store_games` for games played under house rules (:data:`HOUSE_SPECS`)."""
+    games = [simulate(variant, players, seed, house_rules=rules) for variant, players, seed, rules in specs]
+    return await _store_all(store, games, prefix)
+
+
+async def _store_all(store: EventStore, games: Sequence[SimulatedGame], prefix: str) -> list[Stored]:
     stored = await asyncio.gather(
         *(
             store_game(store, f"{prefix}{i}", game, tournament_id=f"t{i % 2}", pause=0.0)

@@ -6,7 +6,7 @@ import dataclasses
 
 import psycopg
 import pytest
-from projection_support import GAME_SPECS, simulate, store_game, store_games
+from projection_support import GAME_SPECS, simulate, store_game, store_games, store_house_games
 
 from projections import Projector, check_game
 from projections.check import UnfoldableLog, fold_stream
@@ -32,7 +32,7 @@ async def _corrupt(url: str, statement: str) -> None:
 
 
 async def test_consistent_games_have_no_problems(store: EventStore, database_url: str) -> None:
-    games = await store_games(store, GAME_SPECS)
+    games = await store_games(store, GAME_SPECS) + await store_house_games(store)
     await _project(database_url)
     for stored in games:
         assert await check_game(store, stored.game_id) == []

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
+from typing import Any
 
 import pytest
-from projection_support import GAME_SPECS, expected_stats, simulate
+from projection_support import GAME_SPECS, HOUSE_SPECS, expected_stats, simulate
 
 from projections.fold import Folder
 from projections.source import Decoder, ProjectionError, copy_unescape
@@ -41,11 +43,25 @@ def _fold(game: SimulatedGame, tournament: str = "cup") -> GameView:
     )
 
 
-@pytest.mark.parametrize(("variant", "players", "seed"), GAME_SPECS)
+#: The by-the-book games, then the house-rule games (docs/RULES.md §9), as (variant, players, seed, rules).
+ALL_SPECS = [(*spec, None) for spec in GAME_SPECS] + list(HOUSE_SPECS)
+ALL_IDS = [f"{v.value}-{p}-{s}" + ("-house" if rules else "") for v, p, s, rules in ALL_SPECS]
+
+
+def test_the_house_rule_games_hold_every_house_rules_events() -> None:
+    """What the house-rule specs fold below is worth folding: every event the house rules add."""
+    kinds: Counter[str] = Counter()
+    for variant, players, seed, rules in HOUSE_SPECS:
+        kinds.update(type(e).__name__ for e in simulate(variant, players, seed, house_rules=rules).events)
+    for kind in ("JumpedIn", "HandsTraded", "HandsRotated", "StackAccepted", "Wd4Accepted"):
+        assert kinds[kind] > 0, kind
+
+
+@pytest.mark.parametrize(("variant", "players", "seed", "rules"), ALL_SPECS, ids=ALL_IDS)
 def test_a_folded_game_is_the_engines_final_state_and_scores(
-    variant: Variant, players: int, seed: int
+    variant: Variant, players: int, seed: int, rules: dict[str, Any] | None
 ) -> None:
-    game = simulate(variant, players, seed)
+    game = simulate(variant, players, seed, house_rules=rules)
     view = _fold(game)
     state = game.state
     assert view.version == len(game.events)
@@ -67,13 +83,15 @@ def test_a_folded_game_is_the_engines_final_state_and_scores(
     ]
 
 
-@pytest.mark.parametrize(("variant", "players", "seed"), GAME_SPECS[:3])
+@pytest.mark.parametrize(
+    ("variant", "players", "seed", "rules"), ALL_SPECS[:3] + ALL_SPECS[-4:], ids=ALL_IDS[:3] + ALL_IDS[-4:]
+)
 def test_the_folders_fast_path_equals_evolve_event_by_event(
-    variant: Variant, players: int, seed: int
+    variant: Variant, players: int, seed: int, rules: dict[str, Any] | None
 ) -> None:
     """The folder advances only state and version for non-scoring events; in batches of any size,
     the views it materialises are those ``evolve`` gives."""
-    game = simulate(variant, players, seed)
+    game = simulate(variant, players, seed, house_rules=rules)
     stored = _stored_events(game)
     decoder = Decoder()
     for batch in (1, 7, 100, len(stored)):

@@ -9,7 +9,16 @@ from collections.abc import Awaitable, Callable
 import psycopg
 import pytest
 import structlog
-from projection_support import GAME_SPECS, Stored, dump, expected_views, simulate, store_game, store_games
+from projection_support import (
+    GAME_SPECS,
+    HOUSE_SPECS,
+    Stored,
+    dump,
+    expected_views,
+    simulate,
+    store_game,
+    store_games,
+)
 
 from projections import Projector, rebuild, run_projector
 from projections.migrate import apply_migrations
@@ -133,10 +142,12 @@ async def test_a_projector_cancelled_inside_its_transaction_leaves_nothing_behin
     assert await dump(database_url) == expected_views(games)
 
 
+@pytest.mark.parametrize("house", [False, True], ids=["by-the-book", "every-house-rule"])
 async def test_a_projector_restarted_mid_game_refolds_the_game_and_continues(
-    store: EventStore, database_url: str
+    store: EventStore, database_url: str, house: bool
 ) -> None:
-    game = simulate(Variant.CLASSIC, 3, 1)
+    variant, players, seed, rules = HOUSE_SPECS[0]
+    game = simulate(variant, players, seed, house_rules=rules) if house else simulate(Variant.CLASSIC, 3, 1)
     half = len(game.steps) // 2
     await store_game(store, "g", game, tournament_id="cup", steps=slice(0, half))
     async with await _projector(database_url) as first:
