@@ -224,7 +224,7 @@ class GroupCommit:
     async def drain(self) -> None:
         """Wait until the queue is empty and no group is in flight (before the pool closes)."""
         while self._flusher is not None and not self._flusher.done():
-            await asyncio.shield(self._flusher)
+            await asyncio.wait({self._flusher})  # its commands' callers get its outcomes, not this
 
     def _take(self) -> list[Pending]:
         """The next group: queued commands in order, at most one per game and ``max_batch`` in all;
@@ -287,9 +287,10 @@ class GroupCommit:
             for pending in group:
                 pending.settle(error)
             return
-        except psycopg.Error:
+        except Exception:
             # The database refused the group because of one command (a race the checks could not see,
-            # a value it cannot store): nothing of it was written; each command is sent again alone.
+            # a value it cannot store), or one command's values could not be sent: nothing of the group
+            # was written; each command is sent again alone, where only the culprit fails.
             for pending in group:
                 pending.settle(ALONE)
             return

@@ -126,6 +126,26 @@ async def test_without_group_commit_no_group_is_sent(alone_store: EventStore) ->
     assert alone.group_commit_stats() == {"groups": 0, "commands": 0}
 
 
+async def test_a_caller_that_stops_waiting_before_its_group_leaves_is_not_written(
+    group_store: EventStore,
+) -> None:
+    """Both commands are queued before the flusher first runs; the second's caller is cancelled (a
+    deadline) meanwhile, so the group that leaves carries only the first."""
+    store = group_store
+    at = {g: await new_game(store, g) for g in ("g1", "g2")}
+    before = store.group_commit_stats()
+    kept = asyncio.create_task(attempt(store, "g1", 1, at["g1"].last_hash, "kept"))
+    dropped = asyncio.create_task(attempt(store, "g2", 1, at["g2"].last_hash, "dropped"))
+    await asyncio.sleep(0)  # both tasks run up to their wait; the flusher they started has not run yet
+    dropped.cancel()
+    assert isinstance(await kept, AppendResult)
+    with pytest.raises(asyncio.CancelledError):
+        await dropped
+    assert stats_delta(store, before) == (1, 1)
+    assert await store.command("g2", "dropped") is None
+    assert await store.stream_version("g2") == 1
+
+
 @pytest.mark.timeout(120)
 async def test_many_games_at_once_all_commit_with_intact_chains(group_store: EventStore) -> None:
     store = group_store
