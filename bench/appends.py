@@ -15,6 +15,10 @@ and drops (also on Ctrl-C or failure), at 1, 8 and 64 concurrent games:
 * **store, group commit on**: the same with ``group_commit=True`` (the default), and the mean number of
   commands per group in the measuring window.
 
+Then :func:`statement_costs` times the ways a group could be sent (the group statement, a transaction
+with a ``SAVEPOINT`` per command, single statements) on one connection, for groups of 1, 8 and 64: why
+group commit sends the group statement.
+
 Every append carries two events of the sizes pgbench writes (``PLAYED``, ``PROMPTED``), so all three
 write the same rows. Each figure is counted over ``--seconds`` after a warm-up of ``WARMUP_SECONDS``;
 the three measurements of one load run one after another, so a change in the machine's load shows as a
@@ -32,12 +36,16 @@ import json
 import os
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -59,6 +67,9 @@ from bench.service import (  # noqa: E402
     settle,
 )
 from service.store import EventStore, NewEvent  # noqa: E402
+from service.store.group_commit import BATCH_APPEND, Pending, batch_item  # noqa: E402
+from service.store.model import Batch  # noqa: E402
+from service.store.streams import NOTIFY_CHANNEL, write_params, write_statement  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 LOADS = (1, 8, 64)
@@ -126,6 +137,93 @@ async def store_rate(url: str, games: int, seconds: float, *, group_commit: bool
     return figure
 
 
+#: What the statements comparison sends: the single-command statement, as ``append`` sends it alone.
+SINGLE = "WITH " + write_statement("(VALUES (%(game_id)s)) AS source (game_id)")
+GROUP_SIZES = (1, 8, 64)
+#: Groups timed per size and way (they take turns, so the machine's load meets each way alike).
+COMPARE_ROUNDS = {1: 300, 8: 100, 64: 30}
+
+
+async def statement_costs(url: str) -> dict[str, dict[str, float]]:
+    """How to send a group, on one connection: milliseconds per group of ``n`` commands (median).
+
+    * ``group``: :data:`~service.store.group_commit.BATCH_APPEND`, what group commit sends: one
+      statement, each command checked (ledger row, head, hash) and written only if it passes;
+    * ``savepoints``: one transaction, pipelined (one round trip): per command ``SAVEPOINT``, the
+      single-command statement, ``RELEASE``; then ``COMMIT`` (the other way to let a command fail alone:
+      a refused command costs a ``ROLLBACK TO SAVEPOINT`` and the resending of the rest, not timed here);
+    * ``singles``: the single-command statement ``n`` times, one after another (no group commit).
+    """
+    games = [f"cmp-{i}" for i in range(max(GROUP_SIZES))]
+    heads: dict[str, tuple[int, bytes]] = {}
+    store = await EventStore.open(url, group_commit=False)
+    try:
+        for game_id in games:
+            created = await store.create_game(
+                game_id,
+                variant="classic",
+                players=[f"p{i + 1}" for i in range(PLAYERS)],
+                tournament_id="",
+                seed=None,
+                seat_token_hashes=[bytes(32)] * PLAYERS,
+                command_id=f"create-{game_id}",
+                request_hash=bytes(32),
+                events=[NewEvent("GameCreated", {"variant": "classic"})],
+                metadata={},
+            )
+            heads[game_id] = created.last_version, created.last_hash
+    finally:
+        await store.close()
+    request = bytes(32)
+
+    def next_commands(n: int) -> list[Batch]:
+        made = []
+        for game_id in games[:n]:
+            version, last_hash = heads[game_id]
+            batch = Batch(game_id, version, last_hash, COMMAND_EVENTS, {"actor": 0}, f"{game_id}-{version}")
+            heads[game_id] = batch.last_version, batch.hashes[-1]
+            made.append(batch)
+        return made
+
+    group_statement = BATCH_APPEND.format(channel=NOTIFY_CHANNEL)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+
+        async def group(n: int) -> None:
+            items = [batch_item(i, Pending(b, request)) for i, b in enumerate(next_commands(n))]
+            cursor = await conn.execute(group_statement, {"batch": Jsonb(items)}, prepare=True)
+            assert all(row[1] is not None for row in await cursor.fetchall())
+
+        async def savepoints(n: int) -> None:
+            async with conn.pipeline() as pipeline:
+                await conn.execute("BEGIN")
+                cursors = []
+                for batch in next_commands(n):
+                    await conn.execute("SAVEPOINT command")
+                    cursors.append(await conn.execute(SINGLE, write_params(batch, request), prepare=True))
+                    await conn.execute("RELEASE SAVEPOINT command")
+                await conn.execute("COMMIT")
+                await pipeline.sync()
+                for cursor in cursors:
+                    assert len(await cursor.fetchall()) == len(COMMAND_EVENTS)
+
+        async def singles(n: int) -> None:
+            for batch in next_commands(n):
+                cursor = await conn.execute(SINGLE, write_params(batch, request), prepare=True)
+                assert len(await cursor.fetchall()) == len(COMMAND_EVENTS)
+
+        ways = {"group": group, "savepoints": savepoints, "singles": singles}
+        costs: dict[str, dict[str, float]] = {}
+        for n in GROUP_SIZES:
+            times: dict[str, list[float]] = {name: [] for name in ways}
+            for _ in range(COMPARE_ROUNDS[n]):
+                for name, way in ways.items():
+                    started = time.perf_counter()
+                    await way(n)
+                    times[name].append(time.perf_counter() - started)
+            costs[str(n)] = {name: round(statistics.median(spent) * 1000, 3) for name, spent in times.items()}
+    return costs
+
+
 async def run_all(url: str, seconds: float, workdir: Path) -> dict[str, Any]:
     store = await EventStore.open(url)
     try:
@@ -143,6 +241,8 @@ async def run_all(url: str, seconds: float, workdir: Path) -> dict[str, Any]:
         on = await store_rate(url, games, seconds, group_commit=True)
         results["loads"][str(games)] = {"pgbench": ceiling, "off": off, "on": on}
         await settle(url)  # the next load meets no pending autovacuum or checkpoint of this one
+    _say("one group on one connection: the group statement, savepoints, single statements ...")
+    results["statements"] = await statement_costs(url)
     return results
 
 
@@ -164,6 +264,14 @@ def report(results: dict[str, Any]) -> str:
             f"{group:>10}  {off['p50_ms']:>5.2f}/{off['p99_ms']:<6.2f}  "
             f"{on['p50_ms']:>5.2f}/{on['p99_ms']:<6.2f}  {_cpu(off)} / {_cpu(on)}"
         )
+    lines += [
+        "",
+        "one group of n commands on one connection, ms per group (median) and commands/s:",
+        f"{'n':>5}  {'group statement':>22}  {'SAVEPOINT per command':>22}  {'n single statements':>22}",
+    ]
+    for n, cost in results["statements"].items():
+        cells = "  ".join(f"{cost[way]:>8.2f} ({int(n) / cost[way] * 1000:>8,.0f}/s)" for way in cost)
+        lines.append(f"{n:>5}  {cells}")
     return "\n".join(lines)
 
 
@@ -206,8 +314,6 @@ def main(argv: list[str] | None = None) -> int:
         if created:
             drop_database(args.database_url, name)
             _say(f"database {name} dropped")
-    import psycopg
-
     with psycopg.connect(args.database_url) as conn:
         row = conn.execute("SHOW server_version").fetchone()
     results["database"] = f"PostgreSQL {row[0] if row else '?'}"
