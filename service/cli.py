@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib.metadata
 import json
 import math
@@ -481,6 +482,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bots.add_argument("--backoff-cap", type=_bounded(1, 3_600), default=5, metavar="S", help="longest wait")
     bots.add_argument("--call-timeout", type=_bounded(1, 3_600), default=30, metavar="S", help="per attempt")
+    bots.add_argument(
+        "--receipts",
+        type=Path,
+        metavar="FILE",
+        help="keep every reply's receipt (a signed checkpoint), one JSON object per line, as players would",
+    )
     _tls_client_options(bots)
 
     health = commands.add_parser("health", help="ask a running server's gRPC health service")
@@ -964,7 +971,7 @@ def _keyring(args: argparse.Namespace) -> Keyring:
 def _bots(args: argparse.Namespace) -> int:
     import grpc
 
-    from service.api.client_bots import LoadSummary, RetryPolicy, run_bots
+    from service.api.client_bots import LoadSummary, Receipt, RetryPolicy, run_bots
     from service.api.tls import TLSError, channel_credentials
 
     try:
@@ -989,7 +996,19 @@ def _bots(args: argparse.Namespace) -> int:
         bar.set_postfix(retries=summary.retries)
 
     try:
-        with bar:
+        kept = contextlib.ExitStack()
+        keep = None
+        if args.receipts is not None:
+            receipts = kept.enter_context(args.receipts.open("w", encoding="utf-8"))
+
+            def keep(receipt: Receipt) -> None:
+                receipts.write(json.dumps(receipt.to_json()) + "\n")
+
+    except OSError as error:
+        print(f"uno-audit bots: cannot write {args.receipts}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with bar, kept:
             summary = asyncio.run(
                 run_bots(
                     args.server,
@@ -1003,6 +1022,7 @@ def _bots(args: argparse.Namespace) -> int:
                     policy=policy,
                     progress=progress,
                     credentials=credentials,
+                    keep=keep,
                 )
             )
     except grpc.aio.AioRpcError as error:

@@ -163,6 +163,20 @@ def _auth(token: str) -> Metadata:
     return (("authorization", f"Bearer {token}"),)
 
 
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """A reply's signed checkpoint, as a player keeps it: for which game, which seat's command (``None``
+    for the creation), at which version (docs/CHECKPOINTS.md)."""
+
+    game_id: str
+    seat: int | None
+    version: int
+    receipt: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"game_id": self.game_id, "seat": self.seat, "version": self.version, "receipt": self.receipt}
+
+
 class BotTable:
     """One game played by bots over a channel."""
 
@@ -173,12 +187,14 @@ class BotTable:
         summary: LoadSummary,
         policy: RetryPolicy,
         progress: Callable[[LoadSummary], None] | None = None,
+        keep: Callable[[Receipt], None] | None = None,
     ) -> None:
         self.stub = stub
         self.rng = rng
         self.summary = summary
         self.policy = policy
         self.progress = progress
+        self.keep = keep
         self.game_id = ""
         self.tokens: dict[int, str] = {}
         self.options: Options = make_options(Variant.CLASSIC)  # the game's, once created
@@ -235,6 +251,8 @@ class BotTable:
                 self.summary.abandoned += 1
         self.game_id = reply.game_id
         self.tokens = {seat.seat: seat.token for seat in reply.seats}
+        if self.keep is not None:
+            self.keep(Receipt(reply.game_id, None, reply.version, reply.receipt))
         given = dict(options or {})
         if target_score is not None:
             given["target_score"] = target_score
@@ -259,6 +277,8 @@ class BotTable:
         if reply.duplicate:
             self.summary.duplicates += 1
         self.version = reply.version
+        if self.keep is not None:
+            self.keep(Receipt(self.game_id, seat, reply.version, reply.receipt))
         return reply
 
     def header(self) -> pb.CommandHeader:
@@ -419,12 +439,14 @@ async def run_bots(
     policy: RetryPolicy = RetryPolicy(),
     progress: Callable[[LoadSummary], None] | None = None,
     credentials: grpc.ChannelCredentials | None = None,
+    keep: Callable[[Receipt], None] | None = None,
 ) -> LoadSummary:
     """Play ``games`` complete games against the server at ``address``, ``concurrency`` at a time
     (matches to ``target_score`` points, or the rule set's default; ``options`` as CreateGame takes them,
     the house rules among them), every call retried as ``policy`` says. ``progress`` is told the summary
     so far after each finished game and each retry.
-    ``credentials`` make the channel TLS (:func:`service.api.tls.channel_credentials`); none, plaintext."""
+    ``credentials`` make the channel TLS (:func:`service.api.tls.channel_credentials`); none, plaintext.
+    ``keep`` is given every reply's receipt, as the players would keep them."""
     summary = LoadSummary()
     rng = random.Random(seed)
     seeds = [rng.getrandbits(64) for _ in range(games)]
@@ -439,7 +461,7 @@ async def run_bots(
 
         async def one(game_seed: int) -> None:
             async with gate:
-                table = BotTable(stub, random.Random(game_seed), summary, policy, progress)
+                table = BotTable(stub, random.Random(game_seed), summary, policy, progress, keep)
                 await table.play(variant, players, target_score, tournament_id, options)
                 summary.games += 1
                 if progress is not None:
