@@ -16,23 +16,30 @@ runs the same client for minutes and prints its figures.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.hostile import BUGS, DEEPEST_STRUCT, RPCS, Call, HostileClient, Rpc
+from service.api.client_bots import BotTable, LoadSummary, RetryPolicy
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.api.views import VARIANTS
+from service.rules.cards import DECKS, Card, Colour
+from service.rules.legality import playable_cards
+from service.rules.options import HOUSE_RULES, OptionError, Variant, make_options
 from tests.test_record_fuzz import SOURCES, record_texts
 
-from .support import ADMIN, ADMIN_TOKEN, count_rows, fails_with, new_id
+from .support import ADMIN, ADMIN_TOKEN, auth, count_rows, error_info, fails_with, new_id
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -189,3 +196,179 @@ async def test_a_request_protobuf_cannot_parse_is_invalid_argument(channel: grpc
 async def _drained(stream: Any) -> None:
     async for _ in stream:
         pass
+
+
+# --- the house rules: CreateGame's options and PlayRequest.jump_in ---------------------------------------
+
+HOUSE_VALUES = st.one_of(
+    st.sampled_from([True, False, "off", "draw-two", "draw-four", "any", "ANY", "", None, 0, 1, 1.5, [], {}]),
+    st.text(max_size=40),
+    st.sampled_from(["y" * 70_000]),
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+        max_leaves=6,
+    ),
+)
+
+
+def _plain(options: Any) -> dict[str, Any]:
+    """A Struct's values as JSON reads them, whole numbers as ints (as the service reads its options)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return {k: plain(v) for k, v in json_format.MessageToDict(options).items()}
+
+
+#: A caller of the house-rule play fuzz: the seat the game waits for, whichever it is then.
+TURN: tuple[Any, int | None] = (("authorization", "turn"), None)
+HOUSE_KEYS = st.sampled_from([*HOUSE_RULES, "target_score", "dealer_selection", "jump-in", "stack", "sevenO"])
+
+
+async def test_create_game_answers_hostile_house_rule_options_with_setup_options(
+    stub: pb_grpc.GameServiceStub, database_url: str
+) -> None:
+    """Options made of the house rules' names (and near misses) with any values, for every rule set: a
+    game is created with exactly the house rules the rules accept (the view's house_rules says which), or
+    the refusal is INVALID_ARGUMENT naming ``options.<name>`` with reason setup.options (``options``,
+    reason INVALID_ARGUMENT, for the bounds on the Struct itself), and nothing is appended."""
+    run = _on(asyncio.get_running_loop())
+    codes: Counter[str] = Counter()
+
+    async def create(variant: Variant, given: dict[str, Any]) -> None:
+        request = pb.CreateGameRequest(
+            command_id=new_id(), variant=VARIANTS[variant], players=["ann", "bob", "cy"]
+        )
+        request.options.update(given)
+        before = await count_rows(database_url)
+        try:
+            reply = await stub.CreateGame(request, timeout=20)
+        except grpc.aio.AioRpcError as error:
+            assert error.code() is CODE.INVALID_ARGUMENT, f"{error.code().name}: {error.details()!r:.300}"
+            info = error_info(error)
+            field = info.metadata["field"]
+            if field == "options":
+                assert info.reason == "INVALID_ARGUMENT", error.details()
+            else:
+                assert info.reason == "setup.options", error.details()
+            if field != "options":  # the option named is one the rules refuse, even on its own
+                name = field.removeprefix("options.")
+                with pytest.raises(OptionError) as refused:
+                    make_options(variant, {name: _plain(request.options)[name]})
+                assert refused.value.option == name
+            assert await count_rows(database_url) == before, f"a refusal wrote: {given!r:.300}"
+            codes[info.reason] += 1
+            return
+        expected = make_options(variant, _plain(request.options)).house_rules()
+        assert json_format.MessageToDict(reply.view.house_rules) == expected
+        codes["OK"] += 1
+
+    @_quick(REQUESTS_PER_RPC * 4)
+    @given(st.sampled_from(list(Variant)), st.dictionaries(HOUSE_KEYS, HOUSE_VALUES, max_size=5))
+    def hostile(variant: Variant, given: dict[str, Any]) -> None:
+        run(create(variant, given))
+
+    await asyncio.to_thread(hostile)
+    assert codes["OK"] > 0 and codes["setup.options"] > 0, codes
+
+
+async def test_jump_ins_and_plays_from_anyone_in_a_house_rule_game_are_judged_or_refused(
+    stub: pb_grpc.GameServiceStub, database_url: str
+) -> None:
+    """A classic game with every house rule, played part way by the bots, takes hostile plays (any card,
+    jump_in or not, any target, colour and UNO call, from any seat, the admin or nobody): never a status
+    that means a bug, a refusal appends nothing, an accepted play appends exactly its events."""
+    bots = BotTable(stub, random.Random(5), LoadSummary(), RetryPolicy())
+    options = {"stacking": "any", "jump_in": True, "seven_o": True, "draw_to_match": True}
+    options |= {"force_play": True, "wd4_any_time": True}
+    await bots.create(Variant.CLASSIC, 4, None, "", options)
+    await stub.StartRound(pb.StartRoundRequest(header=bots.header()), metadata=auth(bots.tokens[0]))
+    run = _on(asyncio.get_running_loop())
+    codes: Counter[CODE] = Counter()
+    tokens = sorted({c.token for c in DECKS["classic"]})
+    # Who sends it: a seat (by its token), the admin for a seat (or no seat), nobody, a stranger, or
+    # (TURN) the seat the game waits for.
+    callers: list[tuple[Any, int | None]] = [(auth(bots.tokens[s]), None) for s in range(4)]
+    callers += [(ADMIN, s) for s in (0, 3, 4, -1)] + [(None, None), (auth("garbage"), None), TURN]
+
+    async def play(request: pb.PlayRequest, caller: tuple[Any, int | None]) -> None:
+        admin: pb.GameView = await stub.GetGame(pb.GetGameRequest(game_id=bots.game_id), metadata=ADMIN)
+        careful = caller is TURN and request.card.startswith("#")
+        if caller is TURN:
+            caller = (auth(bots.tokens[admin.turn]), None)
+        metadata, as_seat = caller
+        if as_seat is not None:
+            request.header.as_seat = as_seat
+        if request.card.startswith("#"):  # the n-th card the acting seat may play, else holds
+            seat = (
+                as_seat
+                if as_seat is not None
+                else next((s for s in range(4) if auth(bots.tokens[s]) == metadata), 0)
+            )
+            hand = [Card.parse(c) for c in admin.hands[seat if 0 <= seat < 4 else 0].cards]
+            if admin.top and admin.awaiting == "play":
+                colour = Colour(admin.colour) if admin.colour else None
+                hand = playable_cards(hand, Card.parse(admin.top), colour) or hand
+            card = hand[int(request.card[1:]) % len(hand)] if hand else Card.parse("R1")
+            request.card = card.token
+            if careful:  # a play as the rules want it, so that plays are accepted too
+                request.colour = "G" if card.is_wild else ""
+                request.uno = request.jump_in = False
+                request.ClearField("target")
+                if card.number == 7 and len(hand) > 1:
+                    request.target = (admin.turn + 1) % 4
+        before = await count_rows(database_url)
+        try:
+            reply = await stub.Play(request, metadata=metadata, timeout=20)
+        except grpc.aio.AioRpcError as error:
+            codes[error.code()] += 1
+            assert error.code() not in BUGS, f"{error.code().name}: {error.details()!r:.300}"
+            assert await count_rows(database_url) == before, f"a refusal wrote: {request}"
+            return
+        codes[CODE.OK] += 1
+        assert [e.version for e in reply.events] == list(
+            range(reply.version - len(reply.events) + 1, reply.version + 1)
+        )
+        if request.jump_in:
+            assert [e.type for e in reply.events][:1] == ["JumpedIn"]
+
+    requests = st.builds(
+        lambda card, jump, target, colour, uno: pb.PlayRequest(
+            header=bots.header(), card=card, jump_in=jump, colour=colour, uno=uno, **target
+        ),
+        st.one_of(st.sampled_from([*tokens, "", "R" * 17]), st.integers(0, 30).map(lambda i: f"#{i}")),
+        st.booleans(),
+        st.sampled_from([{}, {"target": 0}, {"target": 1}, {"target": 3}, {"target": 4}, {"target": -1}]),
+        st.sampled_from(["", "R", "G", "x"]),
+        st.booleans(),
+    )
+
+    async def move_on() -> None:
+        """The seat on turn acts as the bots would: hostile plays then meet other positions."""
+        view = await bots.view_of(0)
+        if view.awaiting == "round-start":
+            await bots.send("StartRound", 0, pb.StartRoundRequest(header=bots.header()))
+        elif view.awaiting != "game-over":
+            await bots.act(await bots.view_of(view.turn), view.turn, Variant.CLASSIC, 4)
+
+    tries = 0
+
+    @_quick(REQUESTS_PER_RPC * 6)
+    @given(requests, st.sampled_from(callers))
+    def hostile(request: pb.PlayRequest, caller: tuple[Any, int | None]) -> None:
+        nonlocal tries
+        tries += 1
+        if tries % 4 == 0:
+            run(move_on())
+        run(play(request, caller))
+
+    await asyncio.to_thread(hostile)
+    assert codes[CODE.OK] > 0, codes
+    assert codes[CODE.FAILED_PRECONDITION] > 0 and codes[CODE.INVALID_ARGUMENT] > 0, codes
