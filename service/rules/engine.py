@@ -51,6 +51,12 @@ class Played(NamedTuple):
     chained: bool  # an UNO Attack follow-up card, which earns no further follow-up
 
 
+#: Every :class:`Prompted` event made so far, by its fields. Events are immutable, so equal prompts can
+#: be one object, and finding it here costs a third of making it (a frozen dataclass is built field by
+#: field, in Python even in the compiled engine: events stay interpreted, see setup.py). Every command
+#: ends with a prompt. At most 10 seats x 9 kinds x 11 pointers x 2 entries.
+_PROMPTS: dict[tuple[int, Awaiting, int | None, bool], Prompted] = {}
+
 #: What a face does once its :class:`~service.rules.events.CardPlayed` is applied: it imposes the card's
 #: effects and says whose turn comes next. An effect never validates — the play was judged already.
 Effect = Callable[["Act", Played], None]
@@ -99,7 +105,10 @@ class Act:
         """Wait for ``seat`` to act as ``awaiting`` says (the seat after it, if ``seat`` is barred)."""
         if seat == self.barred and awaiting is Awaiting.PLAY:
             seat = self.state.next_seat(seat)
-        event = Prompted(seat, awaiting, pointer, new_turn)
+        key = (seat, awaiting, pointer, new_turn)
+        event = _PROMPTS.get(key)
+        if event is None:
+            event = _PROMPTS[key] = Prompted(seat, awaiting, pointer, new_turn)
         self.events.append(event)  # emit(), inlined: every command ends with a prompt
         self.state = on_prompted(self.state, event)
 

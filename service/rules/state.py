@@ -246,13 +246,20 @@ def _take_from_pile(state: State, taken: tuple[Card, ...]) -> tuple[Card, ...]:
     return without(state.pile, taken)
 
 
-def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -> State:
+def _hand_values(state: State, seat: int, taken: tuple[Card, ...]) -> list[Any]:
+    """The field values of ``state`` once ``seat`` took ``taken`` from the pile, by position (for the
+    handlers below, which change more fields before making the state)."""
     # Hot (every draw): written against the field positions directly.
     values = list(state)
     values[_HANDS] = _replace_hand(state.hands, seat, state.hands[seat] + taken)
     values[_PILE] = state.pile[len(taken) :] if state.pile_ordered else without(state.pile, taken)
     if taken and seat in state.exposed:
         values[_EXPOSED] = _closed(state.exposed, seat)  # more than one card again: nothing to catch
+    return values
+
+
+def _to_hand(state: State, seat: int, taken: tuple[Card, ...], **changes: Any) -> State:
+    values = _hand_values(state, seat, taken)
     for name, value in changes.items():
         values[_INDEX[name]] = value
     return tuple.__new__(State, values)
@@ -365,18 +372,16 @@ def _card_played(state: State, event: CardPlayed) -> State:
 
 
 def _card_drawn(state: State, event: CardDrawn) -> State:
+    # Hot (most turns without a play are a draw): the fields by position, as in _card_played.
+    drawn = event.card
+    values = _hand_values(state, event.player, (drawn,))
+    values[_DRAWN] = drawn
     # A turn action of the drawer, who holds more than one card after it: no window stays open.
+    values[_EXPOSED] = ()
+    values[_JUMPABLE] = False
     # A draw while a penalty waits breaks house.stacking; a record replayed as the table did drops it.
-    return _to_hand(
-        state,
-        event.player,
-        (event.card,),
-        drawn=event.card,
-        exposed=(),
-        jumpable=False,
-        pending=0,
-        stackers=(),
-    )
+    values[_PENDING], values[_STACKERS] = 0, ()
+    return tuple.__new__(State, values)
 
 
 def _cards_taken(state: State, event: CardsTaken) -> State:
