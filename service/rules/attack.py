@@ -15,6 +15,8 @@ back to is kept by the engine while the card resolves (``Act.barred``).
 
 from __future__ import annotations
 
+from typing import Final
+
 from . import house
 from .cards import Face
 from .classic import next_turn
@@ -27,6 +29,9 @@ from .violations import Rule, Violation
 #: A Wild Hit-Fire victim presses until a card fires; this many empty presses in a row end it anyway
 #: (a launcher distribution that almost never fires must not hang the game).
 HIT_FIRE_LIMIT = 100
+
+# Read on every draw and pass, as a constant: Python 3.11 reads an enum member through EnumType.__getattr__.
+_FOLLOW_UP: Final = Awaiting.FOLLOW_UP
 
 # --- S, R and the follow-up ------------------------------------------------------------------------
 
@@ -69,7 +74,7 @@ def _after_reverse(act: Act, played: Played) -> int:
 
 def instead_of_follow_up(state: State, seat: int) -> Violation | None:
     """``attack.follow-up``: a draw or a press by ``seat`` while its follow-up chance is open breaks it."""
-    if state.awaiting is Awaiting.FOLLOW_UP and seat == state.turn:
+    if state.awaiting is _FOLLOW_UP and seat == state.turn:
         return Violation(Rule.ATTACK_FOLLOW_UP, "after S or R: play one more matching card or pass")
     return None
 
@@ -77,7 +82,7 @@ def instead_of_follow_up(state: State, seat: int) -> Violation | None:
 def follow_up_origin(state: State, seat: int) -> int | None:
     """The seat a follow-up card by ``seat`` counts "next player" from — the one before the player the
     S or R pointed to — or ``None`` when the card is not a follow-up."""
-    if state.awaiting is Awaiting.FOLLOW_UP and state.turn == seat and state.pointer is not None:
+    if state.awaiting is _FOLLOW_UP and state.turn == seat and state.pointer is not None:
         return state.next_seat(state.pointer, -1)
     return None
 
@@ -86,7 +91,7 @@ def turn_after(state: State, seat: int) -> int:
     """Who plays after ``seat`` ends the turn without a play: the next seat, or — when the turn ends
     instead of a follow-up (a pass, or a press or draw the table allowed) — the player the S or R
     already pointed to."""
-    if state.awaiting is Awaiting.FOLLOW_UP and state.pointer is not None:
+    if state.awaiting is _FOLLOW_UP and state.pointer is not None:
         return state.pointer
     return state.next_seat(seat)
 

@@ -150,6 +150,7 @@ _EXPOSED, _WD4, _PILE = _INDEX["exposed"], _INDEX["wd4"], _INDEX["pile"]
 _PENDING, _STACKERS = _INDEX["pending"], _INDEX["stackers"]
 _TOP_BY, _JUMPABLE = _INDEX["top_by"], _INDEX["jumpable"]
 _W4 = Face.WILD_DRAW_FOUR
+_DRAWN_CARD = Awaiting.DRAWN  # as a constant: Python 3.11 reads an enum member through EnumType.__getattr__
 
 
 def new_state(event: GameCreated) -> State:
@@ -471,7 +472,7 @@ def on_prompted(state: State, event: Prompted) -> State:
     if event.new_turn and event.player != state.turn_owner:
         values[_PREVIOUS] = state.turn_owner
         values[_OWNER] = event.player
-    if event.awaiting is not Awaiting.DRAWN:
+    if event.awaiting is not _DRAWN_CARD:
         values[_DRAWN] = None
     return tuple.__new__(State, values)
 

@@ -14,6 +14,7 @@ answer is :mod:`service.rules.wild_draw_four`'s; where a house rule changes a tu
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Final
 
 from . import attack, classic, house, uno, wild_draw_four
 from .cards import Card, Face
@@ -24,6 +25,17 @@ from .legality import discard_all_extras, names_target, playable
 from .rule_sets import RULE_SETS
 from .state import State
 from .violations import Impossible, Rule, Violation, require_seat
+
+# The enum members a command's hot path tests, as module constants: Python 3.11 reads ``Awaiting.PLAY``
+# through ``EnumType.__getattr__`` (some 70 ns a time; a command tests a dozen), a constant costs a name.
+_PLAY: Final = Awaiting.PLAY
+_DRAWN: Final = Awaiting.DRAWN
+_FOLLOW_UP: Final = Awaiting.FOLLOW_UP
+_STACK: Final = Awaiting.STACK
+_WD4_RESPONSE: Final = Awaiting.WD4_RESPONSE
+_TARGET: Final = Awaiting.TARGET
+_ITEM_BOX: Final = Face.WILD_ITEM_BOX
+_DISCARD_ALL: Final = Face.DISCARD_ALL
 
 #: The rule a missing or wrong target breaks, by the face that may name one.
 _TARGET_RULE = MappingProxyType(
@@ -64,15 +76,15 @@ def check_play(state: State, command: Play) -> Violation | None:
     awaiting = state.awaiting
     if command.jump_in:
         violation = house.check_jump_in(state, command)
-    elif awaiting is Awaiting.STACK or awaiting is Awaiting.WD4_RESPONSE:
+    elif awaiting is _STACK or awaiting is _WD4_RESPONSE:
         violation = house.check_stack(state, command, wild_draw_four.unanswered(state))
-    elif player != state.turn or (awaiting is not Awaiting.PLAY and awaiting is not Awaiting.FOLLOW_UP):
+    elif player != state.turn or (awaiting is not _PLAY and awaiting is not _FOLLOW_UP):
         violation = not_your_turn(state, player)
     else:
         violation = None
     if violation is not None:
         return violation
-    if awaiting is Awaiting.DRAWN and not command.jump_in and card is not state.drawn:
+    if awaiting is _DRAWN and not command.jump_in and card is not state.drawn:
         assert state.drawn is not None
         return Violation(
             Rule.DRAW_ONE, f"after drawing, only the drawn {state.drawn} may be played, not {card}"
@@ -83,7 +95,7 @@ def check_play(state: State, command: Play) -> Violation | None:
     if not playable(card, top, state.colour):
         colour = state.colour.value if state.colour else "none"
         return Violation(Rule.PLAY_MATCH, f"{card} does not match {top} (active colour {colour})")
-    takes_colour = card.is_wild and card.face is not Face.WILD_ITEM_BOX
+    takes_colour = card.is_wild and card.face is not _ITEM_BOX
     if takes_colour and command.colour is None:
         return Violation(Rule.PLAY_WILD_COLOUR, f"{card} needs a chosen colour (R, Y, G or B)")
     if not takes_colour and command.colour is not None:
@@ -120,18 +132,18 @@ def resolve_play(act: Act, command: Play) -> None:
     s = act.state
     hand = s.hands[player]
     # A play at an UNO Attack follow-up chance counts from where the S or R pointed (most plays are not).
-    follow_up = attack.follow_up_origin(s, player) if s.awaiting is Awaiting.FOLLOW_UP else None
+    follow_up = attack.follow_up_origin(s, player) if s.awaiting is _FOLLOW_UP else None
     if follow_up is not None:
         act.barred = player  # a follow-up never hands the turn back to its own player
-    colour = command.colour if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
-    extras = discard_all_extras(hand, card) if card.face is Face.DISCARD_ALL else ()
+    colour = command.colour if card.is_wild and card.face is not _ITEM_BOX else None
+    extras = discard_all_extras(hand, card) if card.face is _DISCARD_ALL else ()
     act.emit(CardPlayed(player, card, colour, command.uno, command.target, extras))
     going_out = not act.state.hands[player]
     house.seven_o(act, command, going_out)
     effect = RULE_SETS[s.variant].effects.get(card.face, classic.next_turn)
     origin = player if follow_up is None else follow_up
     effect(act, Played(command, origin, going_out, follow_up is not None))
-    if going_out and act.state.awaiting is not Awaiting.TARGET:
+    if going_out and act.state.awaiting is not _TARGET:
         act.end_round(player)
 
 
@@ -147,9 +159,9 @@ def check_draw(state: State, command: Draw) -> Violation | None:
     taking = RULE_SETS[state.variant].taking
     if taking.action is not Draw:
         return taking.other_action
-    if state.awaiting is Awaiting.PLAY and player == state.turn:
+    if state.awaiting is _PLAY and player == state.turn:
         return house.check_draw_to_match(state, command)
-    if state.awaiting is Awaiting.DRAWN and player == state.turn:
+    if state.awaiting is _DRAWN and player == state.turn:
         return Violation(Rule.TURN_END, f"{state.players[player]} already drew this turn")
     return not_your_turn(state, player)
 
@@ -166,8 +178,8 @@ def resolve_draw(act: Act, command: Draw) -> None:
     if drawn is None:
         act.emit(Passed(player))
         act.prompt(attack.turn_after(s, player))
-    elif playable(drawn, s.discard[-1], s.colour) and s.awaiting is not Awaiting.FOLLOW_UP:
-        act.prompt(player, Awaiting.DRAWN, new_turn=False)
+    elif playable(drawn, s.discard[-1], s.colour) and s.awaiting is not _FOLLOW_UP:
+        act.prompt(player, _DRAWN, new_turn=False)
     else:
         act.prompt(attack.turn_after(s, player))
 
