@@ -169,7 +169,11 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
             out["valid"] = valid
         _print_json(out)
     else:
-        print(render(report))
+        text = render(report)
+        if report.valid and not valid:  # the game itself holds together; a receipt says it was rewritten
+            first, _, rest = text.partition("\n")
+            text = f"{first.replace(': VALID', ': INVALID')} (a receipt does not match the log)\n{rest}"
+        print(text)
         for check in receipts or ():
             verdict = check.verdict.upper()
             print(f"  receipt {check.index + 1} (version {check.version}): {verdict}: {check.message}")
@@ -179,14 +183,14 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
 async def _receipt_checks(auditor: Auditor, args: argparse.Namespace) -> list[ReceiptCheck]:
     """``--receipts``: each of a player's receipts against the game's stored events."""
     from service.checkpoints.receipts import check_receipts, read_receipts
-    from service.cli_checkpoints import Refused, read_small, verifiers
+    from service.cli_checkpoints import MAX_RECEIPTS_FILE_BYTES, Refused, read_small, verifiers
 
     try:
         if not args.key:
             raise Refused("--receipts needs the service's published verifier key (--key)")
         keys, witnesses = verifiers(args.key), verifiers(args.witness, "--witness")
         try:
-            notes = read_receipts(read_small(args.receipts))
+            notes = read_receipts(read_small(args.receipts, MAX_RECEIPTS_FILE_BYTES))
         except ValueError as bad:
             raise Refused(f"{args.receipts}: {bad}") from None
     except Refused as refused:

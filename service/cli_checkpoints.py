@@ -52,6 +52,8 @@ from service.cli_audit import EXIT_INVALID, EXIT_OK, EXIT_USAGE, on_auditor
 
 #: A checkpoint or proof file is small; anything larger is not one.
 MAX_FILE_BYTES = 1 << 20
+#: A receipts file: a long match's every receipt (a few hundred bytes each, 100,000 at most).
+MAX_RECEIPTS_FILE_BYTES = 64 << 20
 
 
 class Refused(Exception):
@@ -141,15 +143,16 @@ def verifiers(keys: list[str], what: str = "--key") -> list[Verifier]:
         raise Refused(f"{what}: {error}") from None
 
 
-def read_small(path: Path) -> str:
-    """A checkpoint, proof or receipts file's text; :class:`Refused` if it cannot be read or is huge."""
+def read_small(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+    """A checkpoint, proof or receipts file's text; :class:`Refused` if it cannot be read or is larger
+    than ``limit`` bytes."""
     try:
         with path.open("rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
+            data = file.read(limit + 1)
     except OSError as error:
         raise Refused(f"cannot read {path}: {error.strerror or error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise Refused(f"{path} is larger than {MAX_FILE_BYTES} bytes")
+    if len(data) > limit:
+        raise Refused(f"{path} is larger than {limit} bytes")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
