@@ -41,6 +41,10 @@ class Awaiting(enum.Enum):
     TARGET = "target"  # name an opponent (item-box Green Shell)
     GAME_OVER = "game-over"
 
+    # Identity hashing, as for Face and Variant: members are singletons compared by identity, and
+    # Enum's own hash is a Python-level hash(name). The engine keys its shared prompts by it.
+    __hash__ = object.__hash__
+
 
 @dataclass(frozen=True, slots=True)
 class GameCreated:
