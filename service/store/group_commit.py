@@ -6,12 +6,13 @@ once; sending them one transaction each pays the fixed cost once per command (an
 queues them for a connection anyway). Here they are sent as one statement, so the fixed cost is paid
 once per group.
 
-How (:class:`GroupCommit`): ``append`` puts its command in a queue and waits for its own outcome. One
-flusher task per store takes what is queued (at most ``max_batch`` commands, at most one per game) and
-sends it as :data:`BATCH_APPEND` on a pooled connection; appends that arrive meanwhile wait for the next
-group. There is no timer: a command that arrives when nothing is in flight is sent at once, alone, in one
-round trip (as the single-command statement, which is cheaper than a group's); grouping only ever
-happens to commands that would have waited anyway.
+How (:class:`GroupCommit`): a command that arrives when nothing is in flight is written at once by its
+caller, alone, in one round trip (the single-command statement, which is cheaper than a group's). One
+that arrives while a command or a group is in flight is queued, and its caller waits for its own
+outcome. When the write in flight ends, one flusher task per store takes what is queued (at most
+``max_batch`` commands, at most one per game) and sends it as :data:`BATCH_APPEND` on a pooled
+connection; appends that arrive meanwhile wait for the next group. There is no timer: grouping only
+ever happens to commands that would have waited anyway.
 
 Each command keeps its own semantics inside the group, because the statement decides per command, from
 what the database holds, whether to write it (``checked``):
@@ -209,17 +210,34 @@ class GroupCommit:
         self._max_batch = max_batch
         self._queue: deque[Pending] = deque()
         self._flusher: asyncio.Task[None] | None = None
+        #: A command or a group is in flight: a new command queues.
+        self._busy = False
         #: Groups sent and commands they carried (a group refused as a whole counts too): the mean
         #: group size is ``commands / groups``.
         self.groups = 0
         self.commands = 0
 
     async def submit(self, pending: Pending) -> Outcome:
-        """Queue ``pending``, make sure a flusher runs, and wait for the command's outcome."""
-        self._queue.append(pending)
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="uno-audit-group-commit")
-        return await pending.future
+        """Write ``pending`` now if nothing is in flight, else queue it for the next group; its outcome.
+
+        The first case is the lone command's: the caller writes it itself, at once, with the
+        single-command statement (no task, no queue), and commands that arrive meanwhile queue behind
+        it; when it is done, a flusher task takes them.
+        """
+        if self._busy:
+            self._queue.append(pending)
+            return await pending.future
+        self._busy = True
+        try:
+            self.groups += 1
+            self.commands += 1
+            async with self._pool.connection() as conn:
+                return await self._alone(conn, pending.batch, pending.request_hash)
+        finally:
+            if self._queue:
+                self._flusher = asyncio.create_task(self._flush(), name="uno-audit-group-commit")
+            else:
+                self._busy = False
 
     async def drain(self) -> None:
         """Wait until the queue is empty and no group is in flight (before the pool closes)."""
@@ -246,17 +264,21 @@ class GroupCommit:
         return group
 
     async def _flush(self) -> None:
-        while self._queue:
-            group = self._take()
-            if len(group) == 1:
-                await self._send_alone(group[0])
-            elif group:
-                await self._send(group)
+        """Send groups until nothing is queued (commands queue while one is in flight)."""
+        try:
+            while self._queue:
+                group = self._take()
+                if len(group) == 1:
+                    await self._send_alone(group[0])
+                elif group:
+                    await self._send(group)
+        finally:
+            self._busy = False
 
     async def _send_alone(self, pending: Pending) -> None:
-        """A command that found nothing else waiting: the single-command statement, which costs less than
-        a group's (it checks nothing itself: the database's refusal can only concern this command), and
-        its outcome settled as without group commit."""
+        """A queued command that found nothing else waiting: the single-command statement, which costs
+        less than a group's (it checks nothing itself: the database's refusal can only concern this
+        command), and its outcome settled as without group commit."""
         self.groups += 1
         self.commands += 1
         try:

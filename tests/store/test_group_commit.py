@@ -1,10 +1,11 @@
 """Group commit on PostgreSQL: commands waiting together go in one statement, and each keeps its outcome.
 
 How the tests make a group without timing anything: ``append`` with a ``prev_hash`` does no I/O before it
-queues its command, and the flusher is a task of its own, so commands started together by
-``asyncio.gather`` are all queued before the flusher first runs: they go as one group (at most one per
-game). ``group_commit_stats`` shows the groups sent, so each test checks that the group it meant to make
-was made, and would fail if grouping stopped happening.
+writes or queues its command. Of commands started together by ``asyncio.gather``, the first finds
+nothing in flight and is written at once, alone; the others all run before its reply can arrive, so they
+queue, and go as one group (at most one per game) when it is done. ``group_commit_stats`` shows the
+groups sent, so each test checks that the group it meant to make was made, and would fail if grouping
+stopped happening.
 
 Where a test needs the database to be in the middle of a group (a race with another writer, a killed
 connection), it holds a lock the group's statement must wait for, and waits until ``pg_stat_activity``
@@ -165,7 +166,7 @@ async def test_many_games_at_once_all_commit_with_intact_chains(group_store: Eve
         at = {g: r for g, r in zip(games, results, strict=True) if isinstance(r, AppendResult)}
     groups, commands = stats_delta(store, before)
     assert commands == 500
-    assert groups == 10, "100 commands queued at once go in groups of at most 64"
+    assert groups == 15, "of 100 commands, the first goes alone, the 99 queued behind it by 64 at most"
     for game_id in games:
         stream = await store.read_stream(game_id)
         assert len(stream) == 6
@@ -177,9 +178,9 @@ async def test_many_games_at_once_all_commit_with_intact_chains(group_store: Eve
 async def test_each_command_of_a_group_fails_or_succeeds_alone(group_store: EventStore) -> None:
     store = group_store
     names = ["ok1", "conflict", "duplicate", "reused", "bad-prev", "ok2", "ok3"]
-    for game_id in names:
+    for game_id in [*names, "lead"]:
         await new_game(store, game_id)
-    at = await heads(store, names)
+    at = await heads(store, [*names, "lead"])
     done = await store.append(
         "duplicate", 1, [played(1), played(2)], command_id="dup", request_hash=request_hash("dup"),
         metadata={"actor": 0}, prev_hash=at["duplicate"].last_hash,
@@ -190,7 +191,8 @@ async def test_each_command_of_a_group_fails_or_succeeds_alone(group_store: Even
     )  # fmt: skip
     async with store.listen() as wakeups:
         before = store.group_commit_stats()
-        results = await asyncio.gather(
+        lead, *results = await asyncio.gather(
+            attempt(store, "lead", 1, at["lead"].last_hash, "c-lead"),  # alone; the others queue behind it
             attempt(store, "ok1", 1, at["ok1"].last_hash, "c-ok1"),
             attempt(store, "conflict", 4, bytes(32), "c-conflict"),
             attempt(store, "duplicate", 1, at["duplicate"].last_hash, "dup"),
@@ -200,7 +202,8 @@ async def test_each_command_of_a_group_fails_or_succeeds_alone(group_store: Even
             attempt(store, "missing", 1, GENESIS_HASH, "c-missing"),
             attempt(store, "ok3", 1, at["ok3"].last_hash, "c-ok3"),
         )
-        assert stats_delta(store, before) == (1, 8), "the eight commands went as one group"
+        assert stats_delta(store, before) == (2, 9), "the eight commands after the first went as one group"
+        assert isinstance(lead, AppendResult)
         ok1, conflict, duplicate, reuse, bad_prev, ok2, missing, ok3 = results
 
         for ok, game_id in ((ok1, "ok1"), (ok2, "ok2"), (ok3, "ok3")):
@@ -247,7 +250,7 @@ async def test_commands_of_one_game_go_in_successive_groups(group_store: EventSt
         attempt(store, "g1", 1, created.last_hash, "first", events=first),
         attempt(store, "g2", 1, g2_head.last_hash, "other"),
     )
-    assert stats_delta(store, before) == (4, 5), "one command of g1 per group; g2's went with the first"
+    assert stats_delta(store, before) == (4, 5), "one command of g1 per group; g2's went with the second"
     one, two, rival, again, other = results
     assert isinstance(one, AppendResult) and (one.first_version, one.last_version) == (2, 3)
     assert isinstance(two, AppendResult) and (two.first_version, two.last_version) == (4, 4)
@@ -269,9 +272,9 @@ async def test_a_group_the_database_refuses_is_resent_command_by_command(
     unique key refuses the row and with it the statement, nothing of the group is written, and each
     command is sent again alone: g1's is a conflict, the others commit."""
     store = group_store
-    for game_id in ("g1", "g2", "g3"):
+    for game_id in ("lead", "g1", "g2", "g3"):
         await new_game(store, game_id)
-    at = await heads(store, ["g1", "g2", "g3"])
+    at = await heads(store, ["lead", "g1", "g2", "g3"])
     rival = played(7)
     rival_hash = chain_hash(at["g1"].last_hash, "g1", 2, rival.type, rival.payload)
     async with await psycopg.AsyncConnection.connect(database_url) as other:  # a transaction, open
@@ -286,12 +289,16 @@ async def test_a_group_the_database_refuses_is_resent_command_by_command(
         )
         before = store.group_commit_stats()
         group = asyncio.gather(
-            *(attempt(store, g, 1, at[g].last_hash, f"c-{g}", events=[played(1)]) for g in ("g1", "g2", "g3"))
+            *(
+                attempt(store, g, 1, at[g].last_hash, f"c-{g}", events=[played(1)])
+                for g in ("lead", "g1", "g2", "g3")  # "lead" alone, then a group of three
+            )
         )
         await wait_for_blocked_statement(database_url)  # the group waits for g1's version 2
         await other.commit()
-        conflict, ok2, ok3 = await group
-    assert stats_delta(store, before) == (1, 3)
+        lead, conflict, ok2, ok3 = await group
+    assert stats_delta(store, before) == (2, 4)
+    assert isinstance(lead, AppendResult)
     assert isinstance(conflict, VersionConflict) and conflict.actual == 2
     assert isinstance(ok2, AppendResult) and isinstance(ok3, AppendResult)
     for game_id in ("g1", "g2", "g3"):
@@ -373,10 +380,11 @@ async def test_a_connection_killed_mid_group_leaves_nothing_half_written(
     crash, retried too, and those of the killed group — is stored exactly once."""
     store = group_store
     games = ["a", "b", "held", "c", "d"]
+    await new_game(store, "lead")
     for game_id in games:
         await new_game(store, game_id)
     writer = Counting(store)
-    for game_id in games:
+    for game_id in [*games, "lead"]:
         await writer.load(game_id, True)
     acknowledged = await asyncio.gather(*(handle(writer, g, 1) for g in games))
     assert all(isinstance(r, Appended) for r in acknowledged), acknowledged
@@ -384,12 +392,14 @@ async def test_a_connection_killed_mid_group_leaves_nothing_half_written(
         await hold_game.execute(statement)
 
     before = store.group_commit_stats()
-    crashed = asyncio.gather(*(handle(writer, g, 2) for g in games))
+    crashed = asyncio.gather(handle(writer, "lead", 2), *(handle(writer, g, 2) for g in games))
     pid = await wait_for_blocked_statement(database_url)
-    # The group has written its ledger rows and the events of "a" and "b" (in its order) by now.
+    # The group (all five games, queued behind "lead") has written its ledger rows and the events of
+    # "a" and "b" (in its order) by now.
     await hold_game.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    outcomes = await crashed
-    assert stats_delta(store, before) == (1, 5)
+    led, *outcomes = await crashed
+    assert stats_delta(store, before) == (2, 6)
+    assert isinstance(led, Appended)
     assert all(isinstance(o, psycopg.OperationalError) for o in outcomes), outcomes
     for game_id in games:  # nothing of the killed group stayed
         assert await store.command(game_id, f"{game_id}/2") is None
@@ -405,4 +415,4 @@ async def test_a_connection_killed_mid_group_leaves_nothing_half_written(
         ids = [e.metadata["command_id"] for e in stream[1:]]
         assert ids == [f"{game_id}/1", f"{game_id}/2"]
         assert await store.ledger_last_version(game_id) == len(stream)
-    assert await count(database_url, "SELECT count(*) FROM commands") == 3 * len(games)
+    assert await count(database_url, "SELECT count(*) FROM commands") == 3 * len(games) + 2
