@@ -35,10 +35,10 @@ import time
 def rlcard_moves_per_second(seconds: float, seed: int) -> dict[str, float]:
     """Play whole 2-player RLCard UNO games with random legal actions for about ``seconds``.
 
-    Game ``n`` (from 0) uses ``numpy.random.RandomState(seed + n)`` for the deal and the engine's
-    own randomness; the action choices come from one ``random.Random(seed)``. The clock is checked
-    after each finished game, so the run overshoots ``seconds`` by at most one game and only whole
-    games are counted.
+    One ``numpy.random.RandomState(seed)``, made once, deals every game and drives the engine's own
+    randomness (making one per game cost RLCard time that is not its engine's); the action choices
+    come from one ``random.Random(seed)``. The clock is checked after each finished game, so the run
+    overshoots ``seconds`` by at most one game and only whole games are counted.
 
     Returns ``moves`` (steps taken), ``games`` (games finished), ``seconds`` (measured wall time)
     and ``moves_per_second``.
@@ -54,12 +54,12 @@ def rlcard_moves_per_second(seconds: float, seed: int) -> dict[str, float]:
 
     rng = random.Random(seed)
     game = UnoGame(allow_step_back=False, num_players=2)
+    game.np_random = numpy.random.RandomState(seed)
     moves = 0
     games = 0
     start = time.perf_counter()
     elapsed = 0.0
     while elapsed < seconds:
-        game.np_random = numpy.random.RandomState(seed + games)
         game.init_game()
         while not game.is_over():
             legal: list[str] = game.get_legal_actions()
