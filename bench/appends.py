@@ -13,17 +13,18 @@ and drops (also on Ctrl-C or failure), at 1, 8 and 64 concurrent games:
   command handler passes them); each append is one statement on a pooled connection (pool of
   ``max(10, N)``, as ``bench/service.py`` gives it).
 * **store, group commit on**: the same with ``group_commit=True`` (the default), and the mean number of
-  commands per group in the measuring window.
+  commands per group in the measuring windows.
+
+The store runs twice in each mode, in the order off, on, on, off (:data:`ORDER`); each mode's figure
+pools its two runs.
 
 Then :func:`statement_costs` times the ways a group could be sent (the group statement, a transaction
 with a ``SAVEPOINT`` per command, single statements) on one connection, for groups of 1, 8 and 64: why
 group commit sends the group statement.
 
 Every append carries two events of the sizes pgbench writes (``PLAYED``, ``PROMPTED``), so all three
-write the same rows. Each figure is counted over ``--seconds`` after a warm-up of ``WARMUP_SECONDS``;
-the three measurements of one load run one after another, so a change in the machine's load shows as a
-difference between runs of the whole script rather than between columns. Run it twice on a quiet
-machine and compare.
+write the same rows. Each run is counted over ``--seconds`` after a warm-up of ``WARMUP_SECONDS``. Run
+it twice on a quiet machine and compare: on a shared one the WAL flush's latency moves a lot.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +60,14 @@ from bench.service import (  # noqa: E402
     PLAYERS,
     PROMPTED,
     WARMUP_SECONDS,
+    Figure,
     Window,
     cpu_figures,
     create_database,
     database_url,
     drop_database,
     pgbench,
+    pooled,
     run_for,
     settle,
 )
@@ -73,13 +78,38 @@ from service.store.streams import NOTIFY_CHANNEL, write_params, write_statement 
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 LOADS = (1, 8, 64)
+#: The store's runs of each load, group commit off and on: ABBA, so that a drift of the machine's load
+#: during a load (or the first run's cold caches) meets both modes alike.
+ORDER = (False, True, True, False)
 
 #: One command's events: what pgbench's script writes, as the store is given them.
 COMMAND_EVENTS = (NewEvent("CardPlayed", json.loads(PLAYED)), NewEvent("Prompted", json.loads(PROMPTED)))
 
 
-async def store_rate(url: str, games: int, seconds: float, *, group_commit: bool) -> dict[str, Any]:
-    """``EventStore.append`` from ``games`` tasks, one game each; appends/s, latencies, group sizes."""
+@dataclass(slots=True)
+class StoreRun:
+    """One measurement of the store: the appends in the window, the CPU used, the groups sent."""
+
+    figure: Figure
+    cpu: dict[str, float]
+    groups: int
+    commands: int
+
+
+def combined(runs: Sequence[StoreRun]) -> dict[str, Any]:
+    """Runs of one load and mode as one figure: appends over seconds, pooled latencies, each run's rate,
+    CPU per append, and the mean group (commands per group over all runs' windows)."""
+    figure = pooled([run.figure for run in runs])
+    cpu = {name: sum(run.cpu.get(name, 0.0) for run in runs) for name in runs[0].cpu}
+    result = figure.to_json()
+    result.update(cpu_figures(cpu, figure.seconds, figure.operations))
+    groups, commands = sum(run.groups for run in runs), sum(run.commands for run in runs)
+    result["mean_group"] = round(commands / groups, 2) if groups else None
+    return result
+
+
+async def store_rate(url: str, games: int, seconds: float, *, group_commit: bool) -> StoreRun:
+    """``EventStore.append`` from ``games`` tasks, one game each: appends, latencies, CPU, groups."""
     window = Window(seconds)
     store = await EventStore.open(url, max_size=max(10, games), group_commit=group_commit)
     stats: dict[str, dict[str, int]] = {}
@@ -126,15 +156,12 @@ async def store_rate(url: str, games: int, seconds: float, *, group_commit: bool
         used = await run_for(window, [*workers, watch], {"bench": os.getpid()})
     finally:
         await store.close()
-    figure = window.figure().to_json()
-    figure.update(cpu_figures(used, seconds, figure["operations"]))
     start, end = stats.get("start"), stats.get("end")
     groups = commands = 0
     if start is not None and end is not None:
         groups = end["groups"] - start["groups"]
         commands = end["commands"] - start["commands"]
-    figure["mean_group"] = round(commands / groups, 2) if groups else None
-    return figure
+    return StoreRun(window.figure(), used, groups, commands)
 
 
 #: What the statements comparison sends: the single-command statement, as ``append`` sends it alone.
@@ -235,11 +262,15 @@ async def run_all(url: str, seconds: float, workdir: Path) -> dict[str, Any]:
     for games in LOADS:
         _say(f"{games} game(s): pgbench ...")
         ceiling = (await pgbench(url, games, seconds, workdir)).to_json()
-        _say(f"{games} game(s): store, group commit off ...")
-        off = await store_rate(url, games, seconds, group_commit=False)
-        _say(f"{games} game(s): store, group commit on ...")
-        on = await store_rate(url, games, seconds, group_commit=True)
-        results["loads"][str(games)] = {"pgbench": ceiling, "off": off, "on": on}
+        runs: dict[bool, list[StoreRun]] = {False: [], True: []}
+        for group_commit in ORDER:
+            _say(f"{games} game(s): store, group commit {'on' if group_commit else 'off'} ...")
+            runs[group_commit].append(await store_rate(url, games, seconds, group_commit=group_commit))
+        results["loads"][str(games)] = {
+            "pgbench": ceiling,
+            "off": combined(runs[False]),
+            "on": combined(runs[True]),
+        }
         await settle(url)  # the next load meets no pending autovacuum or checkpoint of this one
     _say("one group on one connection: the group statement, savepoints, single statements ...")
     results["statements"] = await statement_costs(url)
@@ -264,6 +295,12 @@ def report(results: dict[str, Any]) -> str:
             f"{group:>10}  {off['p50_ms']:>5.2f}/{off['p99_ms']:<6.2f}  "
             f"{on['p50_ms']:>5.2f}/{on['p99_ms']:<6.2f}  {_cpu(off)} / {_cpu(on)}"
         )
+    lines.append("each run, appends/s (order off, on, on, off):")
+    for games, load in results["loads"].items():
+        off_runs, on_runs = (
+            [f"{run['per_second']:,.0f}" for run in load[mode]["runs"]] for mode in ("off", "on")
+        )
+        lines.append(f"{games:>5} game(s): off {', '.join(off_runs)}; on {', '.join(on_runs)}")
     lines += [
         "",
         "one group of n commands on one connection, ms per group (median) and commands/s:",
