@@ -564,11 +564,6 @@ def test_with_a_deck_a_draw_to_match_listed_as_drawn_is_valid() -> None:
     assert report["final"]["turn"] == "bob"
 
 
-@pytest.mark.xfail(
-    reason="engine: with a known pile order (a deck), resolve draws to the match whatever the table listed, "
-    "so a table that stopped drawing early, or drew past the playable card, is not followed",
-    strict=True,
-)
 @pytest.mark.parametrize("listed", [["G6"], ["G6", "B8", "R2", "Y4"]], ids=["stopped-early", "past"])
 def test_with_a_deck_a_draw_that_stopped_elsewhere_is_followed_as_the_table_did(listed: list[str]) -> None:
     report = verify(

@@ -307,13 +307,10 @@ class Replay:
         before = self.state
         events = self.judge_and_apply(line, command)
         flips = (action.flip,) if action.flip else None
-        cards = action.cards
-        if kind is ActionKind.DRAW and before.options.draw_to_match and action.by in cards:
-            cards = self.draw_to_match(line, action.by, cards, events)
         self.check_pile(
             line,
             events,
-            cards,
+            action.cards,
             action.fired,
             flips,
             action.reshuffles,
@@ -350,29 +347,6 @@ class Replay:
             return Choose(seat, action.colour, target, supply)
         assert kind is ActionKind.RESHUFFLE and action.pile is not None
         return Reshuffle(action.pile)
-
-    def draw_to_match(
-        self, line: int, name: str, cards: dict[str, tuple[Card, ...]], events: tuple[Event, ...]
-    ) -> dict[str, tuple[Card, ...]]:
-        """A draw line under ``house.draw-to-match`` whose listed cards stop before, or go past, where the
-        replay's drawing stopped (one list begins the other): the table stopped drawing early or drew past
-        a playable card. That is ``house.draw-to-match`` broken at this line (once: the decider may have
-        said so already, for a pile of unknown order), not a misreported card; the drawer's cards are then
-        left out of the ``fair.commit`` comparison. Returns the listed cards still to compare."""
-        listed, took = cards[name], cards_taken(self.players, events).get(name, ())
-        if not listed or listed == took or (took[: len(listed)] != listed and listed[: len(took)] != took):
-            return cards  # as drawn, or a different card: fair.commit's to judge
-        said = any(f.at == line and f.rule is Rule.HOUSE_DRAW_TO_MATCH for f in self.report.violations)
-        if not said:
-            if len(listed) < len(took):
-                message = (
-                    f"drawing stopped at {listed[-1]} before a playable card came "
-                    f"(the pile gave {_cards(took[len(listed) :])} after it)"
-                )
-            else:
-                message = f"drawing stops at the playable {took[-1]}, not after {_cards(listed[len(took) :])}"
-            self.violation(line, Rule.HOUSE_DRAW_TO_MATCH, message)
-        return {other: taken for other, taken in cards.items() if other != name}
 
     def catch(self, action: Action, seat: int) -> None:
         assert self.state is not None and action.target is not None

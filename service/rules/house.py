@@ -198,20 +198,23 @@ def seven_o(act: Act, command: Play, going_out: bool) -> None:
 
 def draws_on(act: Act, player: int, drawn: Card) -> bool:
     """``house.draw-to-match``: whether a draw that just took ``drawn`` goes on drawing — until a
-    playable card, or, replaying a table that listed the cards it drew (:func:`check_draw_to_match`
-    reported any past a playable one), until the listed cards are taken, as the table did."""
+    playable card, or, replaying a table that listed the cards it drew, until the listed cards are
+    taken, as the table did (a list that stops early or goes past a playable card was reported already,
+    by :func:`check_draw_to_match`)."""
     s = act.state
     if not s.options.draw_to_match:
         return False
-    listed_more = not s.pile_ordered and act.listed_left(player) > 0
-    return listed_more or not playable(drawn, s.discard[-1], s.colour)
+    if act.supply.draws.get(player):  # the table said what it drew: followed, whatever the pile's order
+        return act.listed_left(player) > 0
+    return not playable(drawn, s.discard[-1], s.colour)
 
 
 def check_draw_to_match(state: State, command: Draw) -> Violation | None:
-    """``house.draw-to-match``, for the cards a table says one draw took (a pile of unknown order): none
-    but the last may be playable, and the last must be, unless the pile and a reshuffle ran out."""
+    """``house.draw-to-match``, for the cards a table says one draw took: none but the last may be
+    playable, and the last must be, unless the pile and a reshuffle ran out. (Whether they are the
+    pile's cards, where its order is known, is ``fair.commit``'s to say, when they are taken.)"""
     listed = command.supply.draws.get(command.player, ())
-    if not state.options.draw_to_match or state.pile_ordered or not listed:
+    if not state.options.draw_to_match or not listed:
         return None
     top, colour = state.discard[-1], state.colour
     for card in listed[:-1]:
