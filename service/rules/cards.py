@@ -25,6 +25,8 @@ class Colour(enum.Enum):
     GREEN = "G"
     BLUE = "B"
 
+    __hash__ = object.__hash__  # identity hashing, as for Face: a wild's colour keys the shared plays
+
 
 class Face(enum.Enum):
     """What is printed on a card besides its colour. The value is the token's face part."""

@@ -23,12 +23,13 @@ from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from . import fair
-from .cards import Card, hand_points
+from .cards import Card, Colour, hand_points
 from .commands import Play, Reshuffle, Supply
 from .events import (
     Awaiting,
     CardDrawn,
     CardFlipped,
+    CardPlayed,
     CardsTaken,
     Event,
     FlipReturned,
@@ -55,11 +56,27 @@ class Played(NamedTuple):
 # through ``EnumType.__getattr__`` (some 70 ns a time; a command tests a dozen), a constant costs a name.
 _PLAY: Final = Awaiting.PLAY
 
-#: Every :class:`Prompted` event made so far, by its fields. Events are immutable, so equal prompts can
-#: be one object, and finding it here costs a third of making it (a frozen dataclass is built field by
-#: field, in Python even in the compiled engine: events stay interpreted, see setup.py). Every command
-#: ends with a prompt. At most 10 seats x 9 kinds x 11 pointers x 2 entries.
+# The events made on nearly every command, shared, by their fields. Events are immutable, so equal ones
+# can be one object, and finding one costs a fraction of making it (a frozen dataclass is built field by
+# field, in Python even in the compiled engine: events stay interpreted, see setup.py). Each table is
+# bounded by the seats, the cards and the choices: a few thousand entries per rule set at most.
 _PROMPTS: dict[tuple[int, Awaiting, int | None, bool], Prompted] = {}
+_PLAYS: dict[tuple[int, Card, Colour | None, bool, int | None], CardPlayed] = {}
+_DRAWS: dict[tuple[int, Card], CardDrawn] = {}
+
+
+def card_played(
+    player: int, card: Card, colour: Colour | None, uno: bool, target: int | None, discarded: tuple[Card, ...]
+) -> CardPlayed:
+    """The :class:`CardPlayed` event of these fields (shared, but for a Discard All's extra discards)."""
+    if discarded:
+        return CardPlayed(player, card, colour, uno, target, discarded)
+    key = (player, card, colour, uno, target)
+    event = _PLAYS.get(key)
+    if event is None:
+        event = _PLAYS[key] = CardPlayed(player, card, colour, uno, target)
+    return event
+
 
 #: What a face does once its :class:`~service.rules.events.CardPlayed` is applied: it imposes the card's
 #: effects and says whose turn comes next. An effect never validates — the play was judged already.
@@ -212,7 +229,11 @@ class Act:
         if not self.state.pile and not self.refill():
             return None
         drawn = self._next_cards(seat, 1)[0]
-        self.emit(CardDrawn(seat, drawn))
+        key = (seat, drawn)
+        event = _DRAWS.get(key)
+        if event is None:
+            event = _DRAWS[key] = CardDrawn(seat, drawn)
+        self.emit(event)
         return drawn
 
     def flip(self) -> Card | None:

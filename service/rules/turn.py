@@ -19,8 +19,8 @@ from typing import Final
 from . import attack, classic, house, uno, wild_draw_four
 from .cards import Card, Face
 from .commands import Choose, Draw, Pass, Play, Press
-from .engine import Act, Played
-from .events import Awaiting, CardPlayed, ColourChosen, Passed
+from .engine import Act, Played, card_played
+from .events import Awaiting, ColourChosen, Passed
 from .legality import discard_all_extras, names_target, playable
 from .rule_sets import RULE_SETS
 from .state import State
@@ -137,7 +137,7 @@ def resolve_play(act: Act, command: Play) -> None:
         act.barred = player  # a follow-up never hands the turn back to its own player
     colour = command.colour if card.is_wild and card.face is not _ITEM_BOX else None
     extras = discard_all_extras(hand, card) if card.face is _DISCARD_ALL else ()
-    act.emit(CardPlayed(player, card, colour, command.uno, command.target, extras))
+    act.emit(card_played(player, card, colour, command.uno, command.target, extras))
     going_out = not act.state.hands[player]
     house.seven_o(act, command, going_out)
     effect = RULE_SETS[s.variant].effects.get(card.face, classic.next_turn)
