@@ -43,6 +43,8 @@ def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
     """Play whole two-player classic matches with random-legal bots for about ``seconds``."""
     options = make_options(Variant.CLASSIC)
     rng = random.Random(seed)
+    # Locals: Python 3.11 reads an enum member through EnumType.__getattr__, twice a move here.
+    game_over, round_start = Awaiting.GAME_OVER, Awaiting.ROUND_START
     moves = games = events = rounds = 0
     started = time.perf_counter()
     elapsed = 0.0
@@ -51,8 +53,8 @@ def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
         created = create(CreateGame(Variant.CLASSIC, ("ann", "bob"), options, rng.randbytes(32)))
         assert not isinstance(created, Violation)
         state = new_state(created)
-        while state.awaiting is not Awaiting.GAME_OVER:
-            if state.awaiting is Awaiting.ROUND_START:
+        while state.awaiting is not game_over:
+            if state.awaiting is round_start:
                 command: Any = StartRound()
             else:
                 command = None
