@@ -2,6 +2,7 @@
 with RLCard 1.2's UNO engine driven by random legal actions, in the same run.
 
     python bench/rules_speed.py [--seconds 3] [--runs 5] [--seed 0] [--json] [--compiled PATH]
+                                [--clock wall|cpu]
 
 ``--compiled PATH`` times the compiled engine too: ``PATH`` is a copy of the project built with mypyc
 (``UNO_AUDIT_COMPILE=1 pip install --no-deps --target PATH .``), run in a child process that imports
@@ -27,6 +28,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +41,16 @@ from service.rules.events import Awaiting
 from service.rules.state import new_state
 
 
-def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
-    """Play whole two-player classic matches with random-legal bots for about ``seconds``."""
+def uno_audit_moves_per_second(
+    seconds: float, seed: int, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, Any]:
+    """Play whole two-player classic matches with random-legal bots for about ``seconds`` on ``clock``."""
     options = make_options(Variant.CLASSIC)
     rng = random.Random(seed)
     # Locals: Python 3.11 reads an enum member through EnumType.__getattr__, twice a move here.
     game_over, round_start = Awaiting.GAME_OVER, Awaiting.ROUND_START
     moves = games = events = rounds = 0
-    started = time.perf_counter()
+    started = clock()
     elapsed = 0.0
     while elapsed < seconds:
         bots = [RandomBot(random.Random(rng.getrandbits(64))) for _ in range(2)]
@@ -73,7 +77,7 @@ def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
             events += len(produced)
         games += 1
         rounds += len(state.results)
-        elapsed = time.perf_counter() - started
+        elapsed = clock() - started
     return {
         "moves": moves,
         "games": games,
@@ -84,7 +88,11 @@ def uno_audit_moves_per_second(seconds: float, seed: int) -> dict[str, Any]:
     }
 
 
-def _run_compiled(path: str, seconds: float, seed: int) -> dict[str, Any]:
+#: The clocks a run can be timed on (``--clock``).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _run_compiled(path: str, seconds: float, seed: int, clock: str) -> dict[str, Any]:
     """One timed run of the compiled engine installed in ``path``, in a child process.
 
     The child starts with ``python -P`` (no script folder or work tree on the path), imports ``service``
@@ -98,8 +106,8 @@ def _run_compiled(path: str, seconds: float, seed: int) -> dict[str, Any]:
         "import service.rules.state\n"
         "if not service.rules.state.__file__.endswith('.so'):\n"
         "    sys.exit(f'not a compiled engine: {service.rules.state.__file__}')\n"
-        "from bench.rules_speed import uno_audit_moves_per_second\n"
-        f"print(json.dumps(uno_audit_moves_per_second({seconds!r}, {seed!r})))\n"
+        "from bench.rules_speed import CLOCKS, uno_audit_moves_per_second\n"
+        f"print(json.dumps(uno_audit_moves_per_second({seconds!r}, {seed!r}, CLOCKS[{clock!r}])))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
@@ -126,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="time runs on wall time (default) or on each process's own CPU time, steadier on a busy machine",
+    )
+    parser.add_argument(
         "--compiled",
         metavar="PATH",
         help="also time the compiled engine in PATH (UNO_AUDIT_COMPILE=1 pip install --target PATH .)",
@@ -138,13 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     compiled: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     baseline = True
+    clock = CLOCKS[args.clock]
     for run in range(args.runs):
-        ours.append(uno_audit_moves_per_second(args.seconds, args.seed + run))
+        ours.append(uno_audit_moves_per_second(args.seconds, args.seed + run, clock))
         if args.compiled:
-            compiled.append(_run_compiled(args.compiled, args.seconds, args.seed + run))
+            compiled.append(_run_compiled(args.compiled, args.seconds, args.seed + run, args.clock))
         if baseline:
             try:
-                theirs.append(rlcard_moves_per_second(args.seconds, args.seed + run))
+                theirs.append(rlcard_moves_per_second(args.seconds, args.seed + run, clock))
             except RuntimeError as missing:
                 print(f"(baseline skipped: {missing})", file=sys.stderr)
                 baseline = False
@@ -154,12 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"uno_audit": pure, "uno_audit_compiled": fast, "rlcard": rl}))
         return 0
-    print(f"{'engine (median of ' + str(args.runs) + ' runs)':<34}{'moves/s':>10}   runs")
-    print(f"{'uno-audit decide+evolve, pure':<34}{pure['moves_per_second']:>10,}   {pure['runs']}")
+    unit = "moves/s" if args.clock == "wall" else "moves/cpu-s"
+    print(f"{'engine (median of ' + str(args.runs) + ' runs)':<34}{unit:>12}   runs")
+    print(f"{'uno-audit decide+evolve, pure':<34}{pure['moves_per_second']:>12,}   {pure['runs']}")
     if fast is not None:
-        print(f"{'uno-audit decide+evolve, mypyc':<34}{fast['moves_per_second']:>10,}   {fast['runs']}")
+        print(f"{'uno-audit decide+evolve, mypyc':<34}{fast['moves_per_second']:>12,}   {fast['runs']}")
     if rl is not None:
-        print(f"{'RLCard 1.2 UnoGame':<34}{rl['moves_per_second']:>10,}   {rl['runs']}")
+        print(f"{'RLCard 1.2 UnoGame':<34}{rl['moves_per_second']:>12,}   {rl['runs']}")
         print(f"ratio pure / RLCard: {pure['moves_per_second'] / rl['moves_per_second']:.2f}")
         if fast is not None:
             print(f"ratio compiled / RLCard: {fast['moves_per_second'] / rl['moves_per_second']:.2f}")
