@@ -297,7 +297,11 @@ class BotTable:
         tournament_id: str = "",
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        view = await self.create(variant, players, target_score, tournament_id, options)
+        if options:
+            view = await self.create(variant, players, target_score, tournament_id, options)
+        else:  # as a subclass's create (without options) is called too
+            view = await self.create(variant, players, target_score, tournament_id)
+        self.options = make_options(variant, dict(options or {}))  # what the bots decide by
         while view.awaiting != "game-over":
             if view.awaiting == "round-start":
                 reply = await self.send("StartRound", 0, pb.StartRoundRequest(header=self.header()))
