@@ -297,22 +297,25 @@ class GroupCommit:
         self.groups += 1
         self.commands += len(group)
         params = {"batch": Jsonb([batch_item(i, pending) for i, pending in enumerate(group)])}
+        used: Connection | None = None
         try:
             async with self._pool.connection() as conn:
+                used = conn
                 # Autocommit: the one statement is the group's transaction.
                 cursor = await conn.execute(self._statement, params, prepare=True)
                 rows = await cursor.fetchall()
-        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
-            # The connection or the server failed (or no connection came): the statement committed
-            # entirely or not at all, and nobody can tell which; each caller gets the error (a retry with
-            # the same command id finds out, as after any lost reply).
-            for pending in group:
-                pending.settle(error)
-            return
-        except Exception:
-            # The database refused the group because of one command (a race the checks could not see,
-            # a value it cannot store), or one command's values could not be sent: nothing of the group
-            # was written; each command is sent again alone, where only the culprit fails.
+        except Exception as error:
+            if isinstance(error, psycopg.Error) and (used is None or used.broken):
+                # No connection came, or it was lost: the statement committed entirely or not at all,
+                # and nobody can tell which; each caller gets the error (a retry with the same command id
+                # finds out, as after any lost reply).
+                for pending in group:
+                    pending.settle(error)
+                return
+            # The database refused the group and rolled it back (a race the checks could not see, a
+            # deadlock with another instance's group, a value it cannot store), or one command's values
+            # could not be sent: nothing of the group was written; each command is sent again alone,
+            # where it is settled as without group commit.
             for pending in group:
                 pending.settle(ALONE)
             return
