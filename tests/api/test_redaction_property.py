@@ -2,16 +2,18 @@
 
 Random games of every rule set are played over a real gRPC channel, each seat sending its commands with
 its own token (the random bots of :mod:`service.play.bots` choose among the legal moves; they forget UNO
-often, so others catch them). Most games open from a deck the admin arranges, with a card that shows or
-moves a hand: a bluffed Wild Draw Four that its victim challenges (the offender's hand goes to the
-challenger alone), a run of skips down to one uncalled card that is caught before its player goes out
+often, so others catch them), by the book or with every house rule the rule set takes (the bots then
+stack, jump in out of turn, and swap and rotate hands with seven-o: a hand that moves is its new holder's
+own from then on, and nobody else's). Most games open from a deck the admin arranges, with a card that
+shows or moves a hand: a bluffed Wild Draw Four that its victim challenges (the offender's hand goes to
+the challenger alone), a run of skips down to one uncalled card that is caught before its player goes out
 (the next round is dealt from the secret seed), UNO Attack's Trade Hands or Attack-Attack; others are
 dealt from the seed from the start, with the rule set's own dealer draw. While the round is still in
 play, seats file disputes (on the challenges and catches the log holds, and on a catch it does not hold,
 whose ruling rests on the target's hand), the adjudicator rules on all but one of them and reveals the
-seed to itself by exporting the game, while a seat and a spectator watch live. Then every identity —
-each seat, the admin, no token, a seat of another game, a malformed token — calls every read RPC that
-answers it (GetGame, WatchGame from the start, ListGames, GetScores, GetHand of its seat and another,
+seed to itself by exporting the game, while a seat and a spectator watch live. Then every identity — each
+seat, the admin, no token, a seat of another game, a malformed token — calls every read RPC that answers
+it (GetGame, WatchGame from the start, ListGames, GetScores, GetHand of its seat and another,
 GetStandings, GetProjectionLag, ListDisputes of the game and of every game), sends its commands and
 filings again (a retry's reply) and another seat's (refused), is refused the adjudicator's RPCs
 (VerifyGame, AdjudicateCatch, AdjudicateChallenge, ExportGame) and sends commands the rules refuse.
@@ -67,7 +69,7 @@ from service.rules import commands as cmd
 from service.rules import events as ev
 from service.rules.cards import DECKS
 from service.rules.events import Awaiting
-from service.rules.options import ATTACK_EDITIONS, Variant
+from service.rules.options import ATTACK_EDITIONS, HOUSE_RULES, UNSUPPORTED, Variant
 from service.rules.state import HAND_SIZE, State, evolve, new_state
 from service.store import EventStore
 
@@ -426,6 +428,11 @@ class Table:
             order = list(range(state.size))
             self.rng.shuffle(order)
             command = next((c for s in order if (c := self.bots[s].talk(state, s)) is not None), None)
+        if command is None and state.options.jump_in and state.jumpable and state.awaiting in JUMPABLE:
+            # house.jump-in: before the seat on turn acts, another holding the top card's twin may jump in.
+            order = [s for s in range(state.size) if s != state.turn]
+            self.rng.shuffle(order)
+            command = next((c for s in order if (c := self.bots[s].jump_in(state, s)) is not None), None)
         if command is None:
             command = self.bots[state.turn].act(state)
         assert not isinstance(command, cmd.StartRound | cmd.Reshuffle)  # a bot's move is a seat's
@@ -436,7 +443,7 @@ class Table:
             if command.target is not None:
                 request.target = command.target
         if isinstance(command, cmd.Play):
-            request.card, request.uno = command.card.token, command.uno
+            request.card, request.uno, request.jump_in = command.card.token, command.uno, command.jump_in
         elif isinstance(command, cmd.Catch):
             request.target = command.target
         await self.send(method, command.player, request)
@@ -460,12 +467,25 @@ class Case:
     opening: str
     steps: int
     edition: str = "original"
+    #: The house rules the game is created with (docs/RULES.md §9), as (option, value) pairs.
+    house: tuple[tuple[str, Any], ...] = ()
 
     @property
     def deck(self) -> str:
         return (
             "attack-2010" if self.variant is Variant.ATTACK and self.edition == "2010" else self.variant.value
         )
+
+
+#: What a jump-in may come on (house.jump-in: not while a penalty or a choice waits).
+JUMPABLE = (Awaiting.PLAY, Awaiting.FOLLOW_UP)
+
+
+def every_house_rule(variant: Variant) -> tuple[tuple[str, Any], ...]:
+    """Every house rule ``variant`` takes, on (stacking: any)."""
+    return tuple(
+        (n, "any" if n == "stacking" else True) for n in HOUSE_RULES if n not in UNSUPPORTED[variant]
+    )
 
 
 FIRST = "R5"  # a number card: no rule set gives it an effect when it is turned up first
@@ -519,7 +539,8 @@ def cases(draw: st.DrawFn) -> Case:
     else:
         opening = draw(st.sampled_from(["bluff", "seeded", *(["run"] if players == 2 else [])]))
     steps = draw(st.integers(0, 60))
-    return Case(variant, players, draw(st.integers(0, 2**32 - 1)), opening, steps, edition)
+    house = draw(st.sampled_from([(), every_house_rule(variant)]))
+    return Case(variant, players, draw(st.integers(0, 2**32 - 1)), opening, steps, edition, house)
 
 
 def arranged(case: Case, held: Sequence[str], then: Sequence[str]) -> list[str]:
@@ -553,7 +574,7 @@ async def play(calls: Calls, case: Case) -> Table:
         players=[f"p{i}" for i in range(case.players)],
         tournament_id=TOURNAMENT,
     )
-    options: dict[str, Any] = {"single_round": False}
+    options: dict[str, Any] = {"single_round": False, **dict(case.house)}
     if case.variant is Variant.ATTACK:
         options["attack_edition"] = case.edition
     commands: Opening = []
@@ -811,6 +832,30 @@ def check(known: Knowledge, seen: Iterable[Seen]) -> list[str]:
 @example(Case(Variant.ATTACK, players=2, seed=4, opening="attack", steps=30))
 @example(Case(Variant.MARIO_KART, players=4, seed=5, opening="bluff", steps=40))
 @example(Case(Variant.CLASSIC, players=3, seed=6, opening="seeded", steps=30))
+@example(
+    Case(
+        Variant.CLASSIC,
+        players=3,
+        seed=7,
+        opening="seeded",
+        steps=60,
+        house=every_house_rule(Variant.CLASSIC),
+    )
+)
+@example(
+    Case(
+        Variant.ATTACK,
+        players=4,
+        seed=8,
+        opening="trade",
+        steps=60,
+        edition="2010",
+        house=every_house_rule(Variant.ATTACK),
+    )
+)
+@example(
+    Case(Variant.SONIC, players=2, seed=9, opening="run", steps=40, house=every_house_rule(Variant.SONIC))
+)
 @given(case=cases())
 async def test_no_reply_shows_a_caller_a_card_the_rules_hide_from_it(
     server: RunningServer, channel: grpc.aio.Channel, stub: GameStub, case: Case
@@ -835,6 +880,8 @@ async def test_no_reply_shows_a_caller_a_card_the_rules_hide_from_it(
     rows = await server.store.read_stream(calls.game_id)
     assert any(r.type == type_name(DisputeRuled) for r in rows)
     assert any(r.type == type_name(OPENED[case.opening]) for r in rows)
+    recorded = rows[0].payload["options"]
+    assert {name: recorded[name] for name, _ in case.house} == dict(case.house)  # played by its house rules
     # The service's log lines name no card and not the seed.
     for entry in logged:
         texts = [str(value) for value in entry.values()]
