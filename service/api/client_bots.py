@@ -188,6 +188,7 @@ class BotTable:
         policy: RetryPolicy,
         progress: Callable[[LoadSummary], None] | None = None,
         keep: Callable[[Receipt], None] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
         self.stub = stub
         self.rng = rng
@@ -197,7 +198,10 @@ class BotTable:
         self.keep = keep
         self.game_id = ""
         self.tokens: dict[int, str] = {}
-        self.options: Options = make_options(Variant.CLASSIC)  # the game's, once created
+        #: The options the game is created with (CreateGameRequest.options: the house rules among them),
+        #: and as the rules read them once the game's rule set is known (what the bots decide by).
+        self.requested: dict[str, Any] = dict(options or {})
+        self.options: Options = make_options(Variant.CLASSIC)
         self.version = 0
         self.retries = 0  # this table's: its calls run one at a time, so a call sees its own retries here
 
@@ -219,12 +223,7 @@ class BotTable:
             self.progress(self.summary)
 
     async def create(
-        self,
-        variant: Variant,
-        players: int,
-        target_score: int | None,
-        tournament_id: str = "",
-        options: Mapping[str, Any] | None = None,
+        self, variant: Variant, players: int, target_score: int | None, tournament_id: str = ""
     ) -> pb.GameView:
         """Create the game. A retried creation whose first reply was lost fails with ALREADY_EXISTS (the
         command id is this request's alone, so only its own earlier attempt can have used it): that game's
@@ -238,8 +237,8 @@ class BotTable:
                 players=[f"bot{i + 1}" for i in range(players)],
                 tournament_id=tournament_id,
             )
-            if options:
-                request.options.update(dict(options))
+            if self.requested:
+                request.options.update(self.requested)
             if target_score is not None:
                 request.target_score = target_score
             try:
@@ -253,10 +252,7 @@ class BotTable:
         self.tokens = {seat.seat: seat.token for seat in reply.seats}
         if self.keep is not None:
             self.keep(Receipt(reply.game_id, None, reply.version, reply.receipt))
-        given = dict(options or {})
-        if target_score is not None:
-            given["target_score"] = target_score
-        self.options = make_options(variant, given)  # the server accepted them: so does this
+        self.options = make_options(variant, self.requested)  # the server accepted them: so do the rules
         self.version = reply.version
         return reply.view
 
@@ -290,18 +286,10 @@ class BotTable:
         return view
 
     async def play(
-        self,
-        variant: Variant,
-        players: int,
-        target_score: int | None = None,
-        tournament_id: str = "",
-        options: Mapping[str, Any] | None = None,
+        self, variant: Variant, players: int, target_score: int | None = None, tournament_id: str = ""
     ) -> None:
-        if options:
-            view = await self.create(variant, players, target_score, tournament_id, options)
-        else:  # as a subclass's create (without options) is called too
-            view = await self.create(variant, players, target_score, tournament_id)
-        self.options = make_options(variant, dict(options or {}))  # what the bots decide by
+        view = await self.create(variant, players, target_score, tournament_id)
+        self.options = make_options(variant, self.requested)  # a subclass's create may not set them
         while view.awaiting != "game-over":
             if view.awaiting == "round-start":
                 reply = await self.send("StartRound", 0, pb.StartRoundRequest(header=self.header()))
@@ -465,8 +453,8 @@ async def run_bots(
 
         async def one(game_seed: int) -> None:
             async with gate:
-                table = BotTable(stub, random.Random(game_seed), summary, policy, progress, keep)
-                await table.play(variant, players, target_score, tournament_id, options)
+                table = BotTable(stub, random.Random(game_seed), summary, policy, progress, keep, options)
+                await table.play(variant, players, target_score, tournament_id)
                 summary.games += 1
                 if progress is not None:
                     progress(summary)

@@ -285,10 +285,10 @@ async def test_jump_ins_and_plays_from_anyone_in_a_house_rule_game_are_judged_or
     """A classic game with every house rule, played part way by the bots, takes hostile plays (any card,
     jump_in or not, any target, colour and UNO call, from any seat, the admin or nobody): never a status
     that means a bug, a refusal appends nothing, an accepted play appends exactly its events."""
-    bots = BotTable(stub, random.Random(5), LoadSummary(), RetryPolicy())
     options = {"stacking": "any", "jump_in": True, "seven_o": True, "draw_to_match": True}
     options |= {"force_play": True, "wd4_any_time": True}
-    await bots.create(Variant.CLASSIC, 4, None, "", options)
+    bots = BotTable(stub, random.Random(5), LoadSummary(), RetryPolicy(), options=options)
+    await bots.create(Variant.CLASSIC, 4, None)
     await stub.StartRound(pb.StartRoundRequest(header=bots.header()), metadata=auth(bots.tokens[0]))
     run = _on(asyncio.get_running_loop())
     codes: Counter[CODE] = Counter()
