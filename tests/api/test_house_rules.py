@@ -268,3 +268,33 @@ async def _each_seat_sees_its_new_hand(
     spectator = await _view(stub, game, None)
     assert not spectator.hands and cards_in(texts_of(spectator)) <= public
     assert list(spectator.hand_sizes) == [len(new[seat]) for seat in range(3)]
+
+
+async def test_a_draw_to_match_shows_the_drawer_its_cards_and_no_one_else(
+    stub: pb_grpc.GameServiceStub, store: EventStore, database_url: str
+) -> None:
+    # Seat 1 holds nothing that matches R5; the pile holds three cards that do not, then R1.
+    hands = {1: ["Y1", "Y2", "G3", "G4", "B6", "B7", "B8"]}
+    deck = arranged_deck(hands, "R5", players=3, then=["Y9", "G9", "B9", "R1"])
+    game = await _game(stub, deck, draw_to_match=True, force_play=True)
+    version = game.reply.version
+    reply = await stub.Draw(pb.DrawRequest(header=header(game.game_id)), metadata=game.seat(1))
+    drawn = [payload(e)["card"] for e in reply.events if e.type == "CardDrawn"]
+    assert drawn == ["Y9", "G9", "B9", "R1"]
+    assert (reply.view.awaiting, reply.view.drawn, reply.view.hand_sizes[1]) == ("drawn", "R1", 11)
+    for metadata in (game.seat(0), game.seat(2), None):
+        seen = [e for e in await _events(stub, game, metadata, version) if e.type == "CardDrawn"]
+        assert [payload(e)["card"] for e in seen] == [None] * 4
+        assert (await _view(stub, game, metadata)).drawn == ""
+    # force_play: the card that ended the drawing must be played, not kept.
+    before = await count_rows(database_url)
+    await fails_with(
+        stub.Pass(pb.PassRequest(header=header(game.game_id)), metadata=game.seat(1)),
+        RULE,
+        reason="house.force-play",
+    )
+    assert await count_rows(database_url) == before
+    view = (await _play(stub, game, 1, "R1")).view
+    assert (view.top, view.turn) == ("R1", 2)
+    state, events = await folded(store, game.game_id)
+    assert_view_matches(await _view(stub, game, ADMIN), state, len(events))
