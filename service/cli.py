@@ -406,6 +406,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics over HTTP here (GET /metrics); none: no metrics endpoint",
     )
     serve.add_argument(
+        "--workers",
+        type=_bounded(1, 256),
+        metavar="N",
+        help="server processes sharing the port (SO_REUSEPORT), each with its own database pool and cache; "
+        "none: the number of cores, or 1 with --metrics-listen (which cannot go with more)",
+    )
+    serve.add_argument(
         "--tls-cert",
         type=Path,
         metavar="PATH",
@@ -869,6 +876,7 @@ def _serve(args: argparse.Namespace) -> int:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     from service.api.server import ListenError, configure_logging
     from service.api.tls import TLSError, server_tls
+    from service.api.workers import WorkerError
     from service.embedded import embedded_database
     from service.store import StoreError
 
@@ -878,11 +886,10 @@ def _serve(args: argparse.Namespace) -> int:
         password = _secret("service password", args.service_password_file, SERVICE_PASSWORD_ENV)
         if args.migrate_url is not None and args.database_url is None:
             raise _Refused("--migrate-url goes with --database-url, the service's own login")
+        workers = _workers(args)
         tls = server_tls(args.tls_cert, args.tls_key, args.tls_client_ca)
         configure_logging(args.log_format, args.log_level)
         log = structlog.get_logger("uno_audit.server")
-        keyring = _keyring(args)
-        log.info("signing receipts", key=keyring.signer.verifier.encode(), published=len(keyring.published))
         if token is None:
             log.warning(
                 "admin actions are disabled: no admin token",
@@ -895,10 +902,16 @@ def _serve(args: argparse.Namespace) -> int:
             migrate_url, embedded = embedded_database(args.data_dir)
             log.info("embedded database started", data_dir=str(args.data_dir))
             service_url = make_conninfo(migrate_url, user=SERVICE_LOGIN)
-        asyncio.run(_run_service(args, service_url, migrate_url, password, token, tls, keyring))
+        # After the embedded database: the default key file is in its folder, which initdb wants empty.
+        keyring = _keyring(args)
+        log.info("signing receipts", key=keyring.signer.verifier.encode(), published=len(keyring.published))
+        asyncio.run(_run_service(args, service_url, migrate_url, password, token, tls, keyring, workers))
     except (_Refused, StoreError, ListenError, TLSError) as refused:
         print(f"uno-audit serve: {refused}", file=sys.stderr)
         return EXIT_USAGE
+    except WorkerError as failed:
+        print(f"uno-audit serve: {failed}", file=sys.stderr)
+        return failed.exit_code
     except psycopg.Error as error:
         print(f"uno-audit serve: database: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
@@ -919,9 +932,10 @@ async def _run_service(
     token: str | None,
     tls: ServerTLS | None,
     keyring: Keyring,
+    workers: int = 1,
 ) -> None:
     """Migrate with ``migrate_url`` if given; refuse a login that is not restricted, or a schema that is
-    not current; then serve as ``service_url``'s login until SIGTERM or SIGINT."""
+    not current; then serve as ``service_url``'s login until SIGTERM or SIGINT, in ``workers`` processes."""
     import psycopg
 
     from projections.migrate import PROJECTIONS
@@ -949,7 +963,26 @@ async def _run_service(
         metrics_listen=args.metrics_listen,
         tls=tls,
         keyring=keyring,
+        workers=workers,
+        log_format=args.log_format,
+        log_level=args.log_level,
     )
+
+
+def _workers(args: argparse.Namespace) -> int:
+    """``--workers``, else one per core this process may run on; with ``--metrics-listen``, 1: each
+    process has its own metrics, and one endpoint would show one worker's as the server's."""
+    if args.metrics_listen is not None:
+        if args.workers is not None and args.workers > 1:
+            raise _Refused(
+                "--metrics-listen serves one process's metrics and cannot go with --workers above 1 "
+                "(run several single-worker servers instead, each scraped)"
+            )
+        return 1
+    if args.workers is not None:
+        return int(args.workers)
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return max(1, len(cores))
 
 
 def _keyring(args: argparse.Namespace) -> Keyring:

@@ -65,7 +65,9 @@ EPHEMERAL_NAME = "uno-audit.ephemeral"
 GRACE_SECONDS = 10.0
 
 
-def configure_logging(log_format: str | None = None, level: str | None = None) -> None:
+def configure_logging(
+    log_format: str | None = None, level: str | None = None, *, worker: int | None = None
+) -> None:
     """structlog lines on standard output, the libraries' logs included: JSON objects (``log_format``
     ``"json"``, for a collector) or aligned, coloured text on a terminal (``"console"``, for a person),
     at ``level`` (``"debug"``, ``"info"``, ...) and above.
@@ -88,6 +90,8 @@ def configure_logging(log_format: str | None = None, level: str | None = None) -
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    if worker is not None:
+        shared.append(_WorkerField(worker))
     if not console:  # the console renderer lays a traceback out itself
         shared.append(structlog.processors.format_exc_info)  # an internal error's traceback, as a string
     renderer: structlog.types.Processor = (
@@ -111,6 +115,19 @@ def configure_logging(log_format: str | None = None, level: str | None = None) -
     )
     root.handlers = [handler]
     root.setLevel(threshold)
+
+
+class _WorkerField:
+    """A structlog processor: the worker process's index on every line."""
+
+    def __init__(self, worker: int) -> None:
+        self.worker = worker
+
+    def __call__(
+        self, logger: Any, method: str, event: structlog.types.EventDict
+    ) -> structlog.types.EventDict:
+        event.setdefault("worker", self.worker)
+        return event
 
 
 PROJECTIONS_SERVICE = "uno.audit.v1.Projections"
@@ -200,6 +217,7 @@ async def start_server(
     metrics_listen: str | None = None,
     tls: ServerTLS | None = None,
     keyring: Keyring | None = None,
+    reuse_port: bool = False,
 ) -> RunningServer:
     """Open the store (migrating it and the read models), and start serving on ``listen`` (``host:port``;
     port 0 picks one). With ``projector``, the read models are kept up to date in the background.
@@ -208,7 +226,9 @@ async def start_server(
     ``metrics_listen`` (``host:port``) serves the Prometheus metrics (:mod:`service.metrics`) over HTTP;
     ``tls`` makes the gRPC port TLS only (mutual TLS with a client CA). ``keyring`` signs the receipts
     and checkpoints (:mod:`service.checkpoints`); without one, a key made for this server alone signs
-    them, which nobody can check after it stops: ``serve`` always passes one."""
+    them, which nobody can check after it stops: ``serve`` always passes one. ``reuse_port`` shares the
+    port with the other workers of ``serve --workers N`` (SO_REUSEPORT): only they may ask for it, after
+    ``serve`` has made sure that no other server holds the port (:func:`service.api.workers.probe_listen`)."""
     keyring = keyring or Keyring(Signer.generate(EPHEMERAL_NAME))
     store = await EventStore.open(database_url, max_size=pool_size, timeout=database_timeout)
     try:
@@ -227,8 +247,9 @@ async def start_server(
             ("grpc.max_receive_message_length", limits.MAX_REQUEST_BYTES),
             ("grpc.max_send_message_length", limits.MAX_REPLY_BYTES),
             # gRPC shares a port with any process that asks the same by default: a second server on a
-            # taken port would start silently and answer every other call from its own database.
-            ("grpc.so_reuseport", 0),
+            # taken port would start silently and answer every other call from its own database. Only
+            # the workers of one `serve --workers N` share theirs, once the port was found free.
+            ("grpc.so_reuseport", 1 if reuse_port else 0),
         ],
     )
     callers = Callers(store, token_hash(admin_token) if admin_token else None)
@@ -293,9 +314,35 @@ async def serve(
     metrics_listen: str | None = None,
     tls: ServerTLS | None = None,
     keyring: Keyring | None = None,
+    workers: int = 1,
+    log_format: str = "json",
+    log_level: str = "info",
 ) -> None:
-    """Run until SIGTERM or SIGINT, then stop gracefully."""
+    """Run until SIGTERM or SIGINT, then stop gracefully.
+
+    ``workers`` above 1 runs that many server processes on the one port instead of serving in this
+    process (:func:`service.api.workers.serve_workers`), each logging as ``log_format`` at ``log_level``;
+    the projector (with ``projector``) runs in the first of them only."""
     configure_logging()
+    if workers > 1:
+        from .workers import serve_workers
+
+        if metrics_listen is not None:  # each process has its own registry: one scrape would see one
+            raise ValueError("metrics_listen serves one process's metrics: give it workers=1")
+
+        await serve_workers(
+            workers,
+            listen=listen,
+            database_url=database_url,
+            admin_token=admin_token,
+            projector=projector,
+            database_timeout=database_timeout,
+            tls=tls,
+            keyring=keyring or Keyring(Signer.generate(EPHEMERAL_NAME)),
+            log_format=log_format,
+            log_level=log_level,
+        )
+        return
     log = structlog.get_logger("uno_audit.server")
     running = await start_server(
         listen=listen,
