@@ -109,6 +109,7 @@ async def test_lists_the_services_with_both_reflection_versions(reflect: Reflect
     assert listed == {
         GAME_SERVICE,
         "uno.audit.v1.AuditService",
+        "uno.audit.v1.CheckpointService",
         "grpc.health.v1.Health",
         V1ALPHA_SERVICE,
         V1_SERVICE,
