@@ -1,6 +1,6 @@
 """Appends/s of the store alone, with group commit on and off, beside pgbench's one-transaction ceiling.
 
-    python bench/appends.py [--seconds 5] [--database-url URL] [--json]
+    python bench/appends.py [--seconds 4] [--database-url URL] [--json]
 
 In one run, on one PostgreSQL server, in a fresh database ``uno_bench_<random>`` that the script creates
 and drops (also on Ctrl-C or failure), at 1, 8 and 64 concurrent games:
@@ -15,8 +15,8 @@ and drops (also on Ctrl-C or failure), at 1, 8 and 64 concurrent games:
 * **store, group commit on**: the same with ``group_commit=True`` (the default), and the mean number of
   commands per group in the measuring windows.
 
-The store runs twice in each mode, in the order off, on, on, off (:data:`ORDER`); each mode's figure
-pools its two runs.
+The store runs four times in each mode, in the order off, on, on, off, off, on, on, off (:data:`ORDER`);
+each mode's figure pools its four runs.
 
 Then :func:`statement_costs` times the ways a group could be sent (the group statement, a transaction
 with a ``SAVEPOINT`` per command, single statements) on one connection, for groups of 1, 8 and 64: why
@@ -78,9 +78,9 @@ from service.store.streams import NOTIFY_CHANNEL, write_params, write_statement 
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 LOADS = (1, 8, 64)
-#: The store's runs of each load, group commit off and on: ABBA, so that a drift of the machine's load
-#: during a load (or the first run's cold caches) meets both modes alike.
-ORDER = (False, True, True, False)
+#: The store's runs of each load, group commit off and on: ABBA twice, so that a drift of the machine's
+#: load during a load (or the first run's cold caches) meets both modes alike.
+ORDER = (False, True, True, False, False, True, True, False)
 
 #: One command's events: what pgbench's script writes, as the store is given them.
 COMMAND_EVENTS = (NewEvent("CardPlayed", json.loads(PLAYED)), NewEvent("Prompted", json.loads(PROMPTED)))
@@ -295,20 +295,20 @@ def report(results: dict[str, Any]) -> str:
             f"{group:>10}  {off['p50_ms']:>5.2f}/{off['p99_ms']:<6.2f}  "
             f"{on['p50_ms']:>5.2f}/{on['p99_ms']:<6.2f}  {_cpu(off)} / {_cpu(on)}"
         )
-    lines.append("each run, appends/s (order off, on, on, off):")
+    lines.append("each run, appends/s, in the order they ran:")
     for games, load in results["loads"].items():
-        off_runs, on_runs = (
-            [f"{run['per_second']:,.0f}" for run in load[mode]["runs"]] for mode in ("off", "on")
-        )
-        lines.append(f"{games:>5} game(s): off {', '.join(off_runs)}; on {', '.join(on_runs)}")
+        runs = {mode: iter(load[mode]["runs"]) for mode in ("off", "on")}
+        modes = ["on" if group_commit else "off" for group_commit in ORDER]
+        cells = [f"{mode} {next(runs[mode])['per_second']:,.0f}" for mode in modes]
+        lines.append(f"{games:>5} game(s): {', '.join(cells)}")
     lines += [
         "",
         "one group of n commands on one connection, ms per group (median) and commands/s:",
         f"{'n':>5}  {'group statement':>22}  {'SAVEPOINT per command':>22}  {'n single statements':>22}",
     ]
     for n, cost in results["statements"].items():
-        cells = "  ".join(f"{cost[way]:>8.2f} ({int(n) / cost[way] * 1000:>8,.0f}/s)" for way in cost)
-        lines.append(f"{n:>5}  {cells}")
+        row = "  ".join(f"{cost[way]:>8.2f} ({int(n) / cost[way] * 1000:>8,.0f}/s)" for way in cost)
+        lines.append(f"{n:>5}  {row}")
     return "\n".join(lines)
 
 
@@ -324,7 +324,7 @@ def _say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="store appends/s with group commit on and off vs pgbench")
-    parser.add_argument("--seconds", type=float, default=5.0, help="length of each measurement (default 5)")
+    parser.add_argument("--seconds", type=float, default=4.0, help="length of each run (default 4)")
     parser.add_argument(
         "--database-url",
         default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL),
