@@ -12,14 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
 from service.checkpoints import Signer, game_checkpoint, write_signer
 from service.play.simulate import play_game
 from service.rules.options import Variant
-from service.store import GENESIS_HASH, EventStore, chain_hash
+from service.store import EventStore
 from tests.projections.projection_support import store_game
+from tests.rewrite import marked_at, rewrite_recomputing_chain
 from tests.test_cli_audit import cli
 
 pytestmark = pytest.mark.postgres
@@ -54,26 +54,6 @@ async def _receipts(store: EventStore, game_id: str, signer: Signer, path: Path)
     return len(rows)
 
 
-async def _rewrite(database_url: str, store: EventStore, game_id: str, version: int) -> None:
-    """Change the event at ``version`` and recompute every hash from there, as a superuser could."""
-    rows = await store.read_stream(game_id)
-    payloads = [dict(row.payload) for row in rows]
-    payloads[version - 1] = {**payloads[version - 1], "rewritten": True}
-    previous = GENESIS_HASH
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=False) as conn:
-        await conn.execute("ALTER TABLE events DISABLE TRIGGER USER")
-        for row, payload in zip(rows, payloads, strict=True):
-            digest = chain_hash(previous, game_id, row.version, row.type, payload)
-            await conn.execute(
-                "UPDATE events SET payload = %s, prev_hash = %s, hash = %s"
-                " WHERE game_id = %s AND version = %s",
-                (psycopg.types.json.Jsonb(payload), previous, digest, game_id, row.version),
-            )
-            previous = digest
-        await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
-        await conn.commit()
-
-
 async def test_receipts_catch_a_rewrite_with_a_recomputed_chain(
     capsys: pytest.CaptureFixture[str],
     store: EventStore,
@@ -93,7 +73,11 @@ async def test_receipts_catch_a_rewrite_with_a_recomputed_chain(
     assert {check["verdict"] for check in json.loads(out)["receipts"]} == {"matches"}
 
     at = count // 2
-    await _rewrite(database_url, store, "g-receipts", at)
+    await rewrite_recomputing_chain(
+        database_url,
+        "g-receipts",
+        marked_at(at),
+    )
     code, out, _ = await cli(capsys, *base)
     chain = json.loads(out)["chain"]
     assert chain["valid"] and not chain["findings"]  # the chain alone cannot tell

@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
-import psycopg
 import pytest
 
 from service.api.server import start_server
 from service.checkpoints.keyring import load_keyring
 from service.cli import main
-from service.store import GENESIS_HASH, chain_hash
 from tests.conftest import ServiceLogin
+from tests.rewrite import rewrite_recomputing_chain
 from tests.test_readme_walkthrough import README, follows
 
 pytestmark = pytest.mark.postgres
@@ -47,30 +47,12 @@ async def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int,
     return code, out.splitlines()
 
 
-async def swap_two_names(database_url: str, game_id: str) -> int:
-    """As the superuser: the first two players' names swapped in the game's first event (so the winner
-    is someone else), every later hash recomputed (triggers off). Returns the version edited (1)."""
-    async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        cursor = await conn.execute(
-            "SELECT version, type, payload FROM events WHERE game_id = %s ORDER BY version", (game_id,)
-        )
-        rows = await cursor.fetchall()
-        previous = GENESIS_HASH
-        await conn.execute("ALTER TABLE events DISABLE TRIGGER USER")
-        for version, kind, payload in rows:
-            if kind == "GameCreated":
-                first, second, *rest = payload["players"]
-                payload = {**payload, "players": [second, first, *rest]}
-            digest = chain_hash(previous, game_id, version, kind, payload)
-            await conn.execute(
-                "UPDATE events SET payload = %s, prev_hash = %s, hash = %s"
-                " WHERE game_id = %s AND version = %s",
-                (psycopg.types.json.Jsonb(payload), previous, digest, game_id, version),
-            )
-            previous = digest
-        await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
-        await conn.commit()
-    return 1
+def swap_two_names(version: int, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The first two players' names swapped in the game's first event: the game has another winner."""
+    if kind != "GameCreated":
+        return payload
+    first, second, *rest = payload["players"]
+    return {**payload, "players": [second, first, *rest]}
 
 
 async def test_the_receipt_walkthrough_prints_what_the_readme_shows(
@@ -120,7 +102,8 @@ async def test_the_receipt_walkthrough_prints_what_the_readme_shows(
     assert code == 0
     assert not follows(before, printed), printed
 
-    edited = await swap_two_names(database_url, game_id)
+    await rewrite_recomputing_chain(database_url, game_id, swap_two_names)
+    edited = 1
     code, printed = await run(capsys, as_run(verify_again))
     assert code == 1
     assert not follows(after, printed), printed

@@ -7,7 +7,6 @@ checkpoints and proofs check with the library alone; bad input is refused naming
 from __future__ import annotations
 
 import grpc
-import psycopg
 import pytest
 from google.protobuf import struct_pb2
 
@@ -28,7 +27,8 @@ from service.checkpoints import (
     verify_consistency,
     verify_game_in_tournament,
 )
-from service.store import GENESIS_HASH, EventStore, chain_hash
+from service.store import EventStore
+from tests.rewrite import marked_at, rewrite_recomputing_chain
 
 from .support import ADMIN, SCRIPT_DECK, Game, create_scripted, fails_with, header, new_id, play_script
 
@@ -88,22 +88,12 @@ async def test_check_receipts_finds_a_rewrite_the_chain_cannot(
     checked = await checkpoints.CheckReceipts(request, metadata=ADMIN)
     assert checked.valid and {c.verdict for c in checked.checks} == {"matches"}
 
-    rows = await store.read_stream(game.game_id)
     at = replies[3].version  # rewrite an event the fourth receipt covers, recompute every hash after it
-    previous = GENESIS_HASH
-    async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        await conn.execute("ALTER TABLE events DISABLE TRIGGER USER")
-        for row in rows:
-            payload = {**row.payload, "rewritten": True} if row.version == at else row.payload
-            digest = chain_hash(previous, game.game_id, row.version, row.type, payload)
-            await conn.execute(
-                "UPDATE events SET payload = %s, prev_hash = %s, hash = %s"
-                " WHERE game_id = %s AND version = %s",
-                (psycopg.types.json.Jsonb(payload), previous, digest, game.game_id, row.version),
-            )
-            previous = digest
-        await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
-        await conn.commit()
+    await rewrite_recomputing_chain(
+        database_url,
+        game.game_id,
+        marked_at(at),
+    )
     checked = await checkpoints.CheckReceipts(request, metadata=ADMIN)
     assert not checked.valid
     expected = ["matches" if reply.version < at else "rewritten" for reply in replies]
