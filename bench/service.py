@@ -1,51 +1,68 @@
 """Service throughput and latency on one PostgreSQL, side by side with what the database itself can do.
 
-    python bench/service.py [--seconds 8] [--fill 1000000] [--latency-runs 2] [--database-url URL] [--json]
+    python bench/service.py [--seconds 8] [--fill 1000000] [--latency-runs 2] [--e2e-only]
+                            [--database-url URL] [--json]
 
 Everything runs in one go on the same PostgreSQL server, in a fresh database ``uno_bench_<random>`` (and
 ``uno_bench_<random>_empty`` for the empty store of (d)) that the script creates and drops, also on
-Ctrl-C or failure; the servers it starts are stopped likewise. Each figure is printed next to its
-baseline and target:
+Ctrl-C or failure; the servers it starts are stopped likewise. ``uno-audit serve`` logs in as the
+service's login ``uno_audit_service`` (made if missing, its password left as it is: the server must let
+it in, as a trusting local server does). Each figure is printed next to its baseline and target, and
+the figures of the performance issue (one server process, the bots as the client) beside them.
 
-(a) **The ceiling: pgbench.** ``pgbench -n -M prepared -f append.sql -c N -j N -T s`` at 1 and 8 clients,
-    where ``append.sql`` is the store's own write statement (one statement, so one transaction and one
-    round trip, as :meth:`EventStore.append` sends it): the command row, two event rows (jsonb payloads
-    and metadata of the service's sizes, bytea hashes) and ``pg_notify``, into the *real* tables with
-    every trigger on. Each client appends to a stream of its own (``:client_id``), its version kept in a
-    pgbench variable that persists across transactions; the hashes are ``sha256(game/version)``, so a
-    row's ``prev_hash`` is its predecessor's ``hash`` and the insert trigger's checks pass and cost
-    what they cost the service.
+(a) **The ceiling: pgbench.** ``pgbench -n -M prepared -f append.sql -c N -j N -T s`` at 1, 8 and 64
+    clients, where ``append.sql`` is the store's own write statement (one statement, so one transaction
+    and one round trip, as :meth:`EventStore.append` sends it): the command row, two event rows (jsonb
+    payloads and metadata of the service's sizes, bytea hashes) and ``pg_notify``, into the *real*
+    tables with every trigger on. Each client appends to a stream of its own (``:client_id``), its
+    version kept in a pgbench variable that persists across transactions; the hashes are
+    ``sha256(game/version)``, so a row's ``prev_hash`` is its predecessor's ``hash`` and the insert
+    trigger's checks pass and cost what they cost the service.
 (b) **The store alone.** :meth:`EventStore.append` in a loop, from 1 and from 8 tasks (one game each),
     appending the commands of games simulated by the rules engine (mostly 2 events, a few 3 or 4), with
     ``prev_hash`` passed from the previous result as the command handler does.
-(c) **End to end.** Bot players (the bots of ``service.api.client_bots``, as real gRPC clients) against
-    ``uno-audit serve`` in a subprocess, so clients and server do not share an event loop, with 1, 8 and
-    64 games in flight: classic, 4 players, matches to ``TARGET_SCORE`` points, fixed seed, games
-    started anew as they end. A command is an accepted game command (the bots' CreateGame and GetGame
-    calls are made but not counted; their number per command is shown); its latency is the client's,
-    from sending to the reply. The same loads against a server in this process (``start_server``, one
-    event loop with the clients) are shown for comparison. **(c2)** then paces commands to half of the
-    best rate measured (one shared pacer spacing the sends evenly, at the concurrency that reached the
-    best rate) and reports their p99.
-(d) **A full store.** The p50/p99 of the commands of 1 game at a time (bots, as in (c), against a fresh
-    ``uno-audit serve``) on an empty store, measured first, before anything else ran; then the store
-    under test (which by now holds the events of (a)–(c)) gets ``--fill`` more events and the same
-    measurement runs on it. The fill writes whole games — games, seats, commands and events rows, with
-    contiguous versions and ``chain_hash`` hashes, copied from games simulated by the rules engine —
-    by ``COPY`` in one transaction with all triggers on, so every row passed the checks an appended one
-    passes (about 40 s per million events on 2 cores; no trigger is disabled). Then ``VACUUM ANALYZE``
-    and ``CHECKPOINT`` (done before the empty-store run as well), so no run meets a pending
-    autovacuum or checkpoint. With ``--latency-runs`` above 1 the later runs alternate between the full
-    store and the empty one (a database of its own that only (d) writes to), so a change in the
-    machine's load meets both alike; each side's latencies are pooled.
+(c) **End to end.** ``uno-audit serve --workers 1`` and then ``--workers 2`` in a subprocess, with 1, 8
+    and 64 games in flight, each game on a connection of its own (with several workers the kernel
+    spreads connections over them). The load generator must not take the cores it measures: the bots
+    (a rules engine and a GetGame per move) cost the client about as much CPU per command as the server.
+    So the commands are generated before the run — four-player classic games played by the simulation's
+    bots (:func:`service.play.simulate.play_game`, the dealer given: seat 0), each game's accepted
+    commands mapped to gRPC requests (:class:`Script`) — and replayed by a lean asynchronous client
+    (:func:`replay`): requests serialized in advance, replies never decoded, no rules engine, no
+    GetGame. The server deals the same cards because the admin creates each game with the simulation's
+    deck as ``fixed_deck`` (and deals later rounds with theirs); a game is cut before the first
+    reshuffle of the discards (the server shuffles those with its own seed). Every replayed command
+    must be accepted (a refusal is counted and shown: none is expected). A command is an accepted game
+    command (the CreateGame calls are made but not counted; their number per command is shown); its
+    latency is the client's, from sending to the reply. **(c2)** then paces commands to half of the
+    best rate measured (one shared pacer spacing the sends evenly, at the workers and concurrency that
+    reached it) and reports their p99; **(c3)** the bots as the client, 8 games, for comparison of the
+    two clients' CPU. Without ``--e2e-only`` the same replayed loads run against a server in this
+    process too (``start_server``, one event loop with the client), for comparison.
+(d) **A full store.** The p50/p99 of the commands of 1 game at a time (bots, as in (c3), against a
+    fresh ``uno-audit serve --workers 1``) on an empty store, measured first, before anything else ran;
+    then the store under test (which by now holds the events of (a)–(c)) gets ``--fill`` more events
+    and the same measurement runs on it. The fill writes whole games — games, seats, commands and
+    events rows, with contiguous versions and ``chain_hash`` hashes, copied from games simulated by the
+    rules engine — by ``COPY`` in one transaction with all triggers on, so every row passed the checks
+    an appended one passes (about 40 s per million events on 2 cores; no trigger is disabled). Then
+    ``VACUUM ANALYZE`` and ``CHECKPOINT`` (done before the empty-store run as well), so no run meets a
+    pending autovacuum or checkpoint. With ``--latency-runs`` above 1 the later runs alternate between
+    the full store and the empty one (a database of its own that only (d) writes to), so a change in
+    the machine's load meets both alike; each side's latencies are pooled.
+
+``--e2e-only`` runs (a) and (c) (with (c2) and (c3)) alone: the figures of README's "End to end".
 
 For every load the CPU time used per operation is shown as well, per process (read from ``/proc``): the
-bench (client) process, the server subprocess, and PostgreSQL (the backends of this run's databases
-and the server's shared helpers, see :func:`cpu_between`).
+bench (client) process, the server subprocess (``serve`` and its workers; ``server.wN``: worker N
+alone — the first also runs the projector, which folds every event into the read models), and
+PostgreSQL (the backends of this run's databases and the server's shared helpers, see
+:func:`cpu_between`). The load average before and after the run is printed: on a shared machine the
+figures are only as good as the quiet they were taken in.
 
-Targets: end to end ≥ 0.5 × pgbench at the same concurrency (64 games against the best pgbench
-figure); p99 ≤ 10 ms at half the peak rate; latency with the full store ≤ 1.2 × empty (p50 and p99).
-Each load is measured for ``--seconds`` after a warm-up of ``WARMUP_SECONDS``.
+Targets: end to end ≥ 0.5 × pgbench at the same concurrency; p99 ≤ 10 ms at half the peak rate;
+latency with the full store ≤ 1.2 × empty (p50 and p99). Each load is measured for ``--seconds`` after
+a warm-up of ``WARMUP_SECONDS``.
 """
 
 from __future__ import annotations
@@ -56,6 +73,7 @@ import contextlib
 import functools
 import glob
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -69,7 +87,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -84,15 +102,31 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
+from projections.migrate import apply_migrations as migrate_projections  # noqa: E402
 from service.api.client_bots import BotTable, LoadSummary, RetryPolicy  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.handler import stored_form  # noqa: E402
 from service.api.server import start_server  # noqa: E402
 from service.codec import canonical  # noqa: E402
-from service.play.simulate import play_game  # noqa: E402
+from service.play.simulate import SimulatedGame, play_game, seat_names  # noqa: E402
+from service.rules.commands import (  # noqa: E402
+    Accept,
+    CallUno,
+    Catch,
+    Challenge,
+    Choose,
+    Command,
+    Draw,
+    Pass,
+    Play,
+    Press,
+    StartRound,
+)
+from service.rules.events import FlipReturned, PileReshuffled, RoundStarted  # noqa: E402
 from service.rules.options import Variant, make_options  # noqa: E402
 from service.store import GENESIS_HASH, EventStore, NewEvent, chain_hash  # noqa: E402
+from service.store.migrate import SERVICE_LOGIN, ensure_service_login  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 PGBENCH = "pgbench"
@@ -101,13 +135,19 @@ TARGET_SCORE = 50  # bots' matches: usually one round (a few hundred commands)
 SEED = 2024
 WARMUP_SECONDS = 1.0
 CONCURRENCIES = (1, 8, 64)
-PGBENCH_CLIENTS = (1, 8)
+PGBENCH_CLIENTS = (1, 8, 64)
+WORKERS = (1, 2)  # serve --workers, for (c)
 STORE_TASKS = (1, 8)
 TEMPLATE_GAMES = 16
 
 E2E_VS_PGBENCH = 0.5  # end to end ≥ this × pgbench TPS at the same concurrency
 P99_AT_HALF_PEAK_MS = 10.0
 FULL_VS_EMPTY = 1.2  # latency with the filled store ≤ this × empty store
+# The issue's figures (bots as the client, one server process), printed beside today's.
+BASELINE_E2E = {"1": 495, "8": 1_029, "64": 1_174}
+BASELINE_PGBENCH = {"1": 881, "8": 4_578}
+BASELINE_P99_MS = 8.9
+BASELINE_SERVER_CPU_MS = 0.81
 
 # The sizes of the service's events: a play and the prompt that follows (see a stored game).
 PLAYED = '{"uno": false, "card": "R7", "colour": null, "player": 1, "target": null, "discarded": []}'
@@ -213,7 +253,7 @@ class Window:
 
 
 async def run_for(
-    window: Window, workers: Sequence[Callable[[], Coroutine[Any, Any, None]]], processes: dict[str, int]
+    window: Window, workers: Sequence[Callable[[], Coroutine[Any, Any, None]]], processes: Pids
 ) -> dict[str, float]:
     """Run the workers until the window closes, then cancel them; a worker's failure is raised.
 
@@ -264,9 +304,13 @@ def _ours(title: str) -> bool:
     return any(name in words for name in _databases) or any(f": {b}" in text for b in _PG_BACKGROUND)
 
 
-def _snapshot(processes: dict[str, int]) -> dict[str, dict[int, float]]:
+Pids = dict[str, Sequence[int]]
+"""Processes by the name their CPU is shown under: a server is its parent and its workers."""
+
+
+def _snapshot(processes: Pids) -> dict[str, dict[int, float]]:
     """CPU seconds so far of the named processes, and of each PostgreSQL process working for us."""
-    snapshot = {name: {pid: _cpu(pid)} for name, pid in processes.items()}
+    snapshot = {name: {pid: _cpu(pid) for pid in pids} for name, pids in processes.items()}
     postgres: dict[int, float] = {}
     with contextlib.suppress(OSError):
         for entry in Path("/proc").iterdir():
@@ -280,7 +324,7 @@ def _snapshot(processes: dict[str, int]) -> dict[str, dict[int, float]]:
     return snapshot
 
 
-async def cpu_between(start: float, end: float, processes: dict[str, int]) -> dict[str, float]:
+async def cpu_between(start: float, end: float, processes: Pids) -> dict[str, float]:
     """CPU seconds each process (and PostgreSQL) used between ``start`` and ``end``.
 
     PostgreSQL's figure adds up the backends of this run's databases (a backend started within the
@@ -398,7 +442,7 @@ async def pgbench(url: str, clients: int, seconds: float, workdir: Path) -> Figu
 
     async def probe(pid: int) -> None:
         now = time.perf_counter()
-        measured.update(await cpu_between(now + 0.5, now + duration - 0.25, {"pgbench": pid}))
+        measured.update(await cpu_between(now + 0.5, now + duration - 0.25, {"pgbench": [pid]}))
 
     output = await _run(command, probe)
     tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", output)
@@ -502,7 +546,7 @@ async def store_appends(url: str, tasks: int, seconds: float, games: Sequence[Te
                     version, last_hash = result.last_version, result.last_hash
 
         workers = [functools.partial(worker, i) for i in range(tasks)]
-        used = await run_for(window, workers, {"bench": os.getpid()})
+        used = await run_for(window, workers, {"bench": [os.getpid()]})
     finally:
         await store.close()
     figure = window.figure()
@@ -511,7 +555,200 @@ async def store_appends(url: str, tasks: int, seconds: float, games: Sequence[Te
     return figure
 
 
-# --- (c) end to end ---------------------------------------------------------------------------------------
+# --- (c) end to end: simulated games' commands, replayed by a lean client ---------------------------------
+
+#: The replayed games are simulated with the first round's dealer given (seat 0) rather than drawn: the
+#: server then deals from the simulation's deck as given and the dealer is the same, so every command the
+#: simulation accepted is valid on the server as well.
+SCRIPT_OPTIONS = {"dealer_selection": "given"}
+SCRIPT_GAMES = 128
+ADMIN = -1  # the "seat" of the admin's commands (a later round dealt from its fixed deck)
+_SERVICE = "/uno.audit.v1.GameService/"
+_METHODS = (
+    "StartRound",
+    "Play",
+    "Draw",
+    "Pass",
+    "Press",
+    "CallUno",
+    "Catch",
+    "Challenge",
+    "Accept",
+    "Choose",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A simulated game as the replaying client sends it, every request serialized in advance.
+
+    ``create`` is the CreateGameRequest (without its command id) that deals the first round from the
+    simulation's own deck (``fixed_deck``, which takes the admin token); ``steps`` are the simulation's
+    accepted commands in order, each as (method, seat or :data:`ADMIN`, the request without its header):
+    a later round as the admin's StartRound with that round's deck. The game stops before anything the
+    server would shuffle with its own seed (a reshuffle of the discards, a first card returned to the
+    pile): its draws would then differ from the simulation's."""
+
+    create: bytes
+    steps: tuple[tuple[str, int, bytes], ...]
+
+
+def scripts(count: int, seed: int) -> list[Script]:
+    """``count`` scripts from simulated four-player classic games (seeds ``seed``, ``seed + 1``, ...)."""
+    options = make_options(Variant.CLASSIC, {"target_score": TARGET_SCORE, **SCRIPT_OPTIONS})
+    made: list[Script] = []
+    index = seed
+    while len(made) < count:
+        script = _script(play_game(Variant.CLASSIC, PLAYERS, index, options=options, checks=False))
+        index += 1
+        if script is not None:
+            made.append(script)
+    return made
+
+
+def _script(game: SimulatedGame) -> Script | None:
+    first_deck: list[str] | None = None
+    steps: list[tuple[str, int, bytes]] = []
+    for command, events in game.steps:
+        if any(isinstance(event, PileReshuffled | FlipReturned) for event in events):
+            break  # shuffled by the server's own seed: what follows would not be the simulation's
+        if isinstance(command, StartRound):
+            deck = next(event.deck for event in events if isinstance(event, RoundStarted))
+            tokens = [card.token for card in deck or ()]
+            if first_deck is None:
+                first_deck = tokens
+            else:
+                request = pb.StartRoundRequest(fixed_deck=tokens)
+                steps.append(("StartRound", ADMIN, request.SerializeToString()))
+            continue
+        steps.append(_request(command))
+    if first_deck is None or not steps:
+        return None
+    create = pb.CreateGameRequest(
+        variant=pb.CLASSIC, players=seat_names(PLAYERS), target_score=TARGET_SCORE, fixed_deck=first_deck
+    )
+    create.options.update(SCRIPT_OPTIONS)
+    return Script(create.SerializeToString(), tuple(steps))
+
+
+def _request(command: Command) -> tuple[str, int, bytes]:
+    """A seat's command as its gRPC method, seat and request (without the header), serialized."""
+    request: Any
+    if isinstance(command, Play):
+        request = pb.PlayRequest(
+            card=command.card.token,
+            colour=command.colour.value if command.colour else "",
+            uno=command.uno,
+            jump_in=command.jump_in,
+        )
+        if command.target is not None:
+            request.target = command.target
+    elif isinstance(command, Choose):
+        request = pb.ChooseRequest(colour=command.colour.value if command.colour else "")
+        if command.target is not None:
+            request.target = command.target
+    elif isinstance(command, Catch):
+        request = pb.CatchRequest(target=command.target)
+    elif isinstance(command, Draw | Pass | Press | CallUno | Challenge | Accept):
+        request = getattr(pb, f"{type(command).__name__}Request")()
+    else:
+        raise TypeError(f"no request for {command!r}")
+    return type(command).__name__, command.player, request.SerializeToString()
+
+
+def _header(game_id: str, command_id: str) -> bytes:
+    """The serialized ``header`` field (number 1 in every command request): prepended to a request's
+    other fields, it makes the whole request (protobuf merges concatenated fields)."""
+    header = pb.CommandHeader(game_id=game_id, command_id=command_id)
+    return pb.CallUnoRequest(header=header).SerializeToString()
+
+
+def _bearer(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+async def replay(
+    address: str,
+    games: int,
+    seconds: float,
+    scripts: Sequence[Script],
+    admin_token: str,
+    *,
+    rate: float | None = None,
+    server: Sequence[int] = (),
+) -> Figure:
+    """``games`` games in flight for the window, each replaying scripts one after another.
+
+    The client is lean on purpose, so that the machine's cores go to the server and the database: the
+    requests are serialized in advance (a command costs the client a header, a send and a status), the
+    replies are not decoded (an error status is the only answer it reads), and there is no rules
+    engine and no GetGame. Each game has a connection of its own (a channel with a subchannel pool of its
+    own), as players would: with ``serve --workers N`` the kernel spreads connections over the workers.
+    A command the server refuses (FAILED_PRECONDITION: the script and the server disagree, which should
+    not happen) ends that game's replay and is counted.
+
+    CPU is counted for this process ("client", or "client+server" for a server in this process), the
+    ``server`` processes (a parent and its workers: also each worker alone) and PostgreSQL.
+    """
+    window = Window(seconds, rate)
+    processes: Pids = {"client": [os.getpid()]} if server else {"client+server": [os.getpid()]}
+    if server:
+        processes["server"] = list(server)
+        for index, pid in enumerate(server[1:]):
+            processes[f"server.w{index}"] = [pid]
+    rejected = 0
+    admin = _bearer(admin_token)
+    channels = [
+        grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+        for _ in range(games)
+    ]
+    try:
+
+        async def worker(index: int) -> None:
+            nonlocal rejected
+            channel = channels[index]
+            create: grpc.aio.UnaryUnaryMultiCallable[bytes, pb.CreateGameReply] = channel.unary_unary(
+                _SERVICE + "CreateGame", response_deserializer=pb.CreateGameReply.FromString
+            )
+            calls: dict[
+                str, grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]
+            ] = {  # bytes both ways: nothing decoded
+                method: channel.unary_unary(_SERVICE + method) for method in _METHODS
+            }
+            for turn in itertools.count():
+                script = scripts[(index + turn * games) % len(scripts)]
+                request = pb.CreateGameRequest(command_id=str(uuid.uuid4())).SerializeToString()
+                created = await create(request + script.create, metadata=admin, timeout=30)
+                window.record_other()
+                game_id = created.game_id
+                seats = {seat.seat: _bearer(seat.token) for seat in created.seats}
+                seats[ADMIN] = admin
+                for number, (method, seat, body) in enumerate(script.steps):
+                    await window.pace()
+                    started = time.perf_counter()
+                    try:
+                        await calls[method](
+                            _header(game_id, str(number)) + body, metadata=seats[seat], timeout=30
+                        )
+                    except grpc.aio.AioRpcError as error:
+                        if error.code() is not grpc.StatusCode.FAILED_PRECONDITION:
+                            raise
+                        rejected += 1
+                        break
+                    window.record(started, time.perf_counter())
+
+        used = await run_for(window, [functools.partial(worker, i) for i in range(games)], processes)
+    finally:
+        await asyncio.gather(*(channel.close() for channel in channels))
+    figure = window.figure(rejected=rejected, client="replay")
+    figure.extra["other_calls_per_command"] = (
+        round(window.other_calls / figure.operations, 3) if figure.operations else None
+    )
+    figure.extra.update(cpu_figures(used, seconds, figure.operations))
+    return figure
+
+
+# --- (d) bots, as people's clients would be ----------------------------------------------------------------
 
 
 class _TimedTable(BotTable):
@@ -545,17 +782,18 @@ class _TimedTable(BotTable):
 
 
 async def bots(
-    address: str, games: int, seconds: float, *, rate: float | None = None, server_pid: int | None = None
+    address: str, games: int, seconds: float, *, rate: float | None = None, server: Sequence[int] = ()
 ) -> Figure:
-    """Bots keep ``games`` games in flight for the window (each game followed by a new one).
+    """Bots keep ``games`` games in flight for the window (each game followed by a new one), over one
+    channel, deciding every move from a GetGame view and the rules: a client as heavy as a person's.
 
     CPU is counted for this process ("client", or "client+server" for a server in this process), the
-    server subprocess ``server_pid`` and PostgreSQL.
+    ``server`` processes and PostgreSQL.
     """
     window = Window(seconds, rate)
-    processes = {"client": os.getpid()} if server_pid else {"client+server": os.getpid()}
-    if server_pid:
-        processes["server"] = server_pid
+    processes: Pids = {"client": [os.getpid()]} if server else {"client+server": [os.getpid()]}
+    if server:
+        processes["server"] = list(server)
     summary = LoadSummary()
     seeds = random.Random(SEED)
     async with grpc.aio.insecure_channel(address) as channel:
@@ -568,7 +806,7 @@ async def bots(
 
         rngs = [random.Random(seeds.getrandbits(64)) for _ in range(games)]
         used = await run_for(window, [functools.partial(worker, r) for r in rngs], processes)
-    figure = window.figure(rejected=summary.rejected)
+    figure = window.figure(rejected=summary.rejected, client="bots")
     figure.extra["other_calls_per_command"] = (
         round(window.other_calls / figure.operations, 2) if figure.operations else None
     )
@@ -583,46 +821,91 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A running ``uno-audit serve``: where, its processes (the parent first, then its workers), and the
+    admin token it was given."""
+
+    address: str
+    pids: list[int]
+    admin_token: str
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return sorted(found)
+
+
 @contextlib.asynccontextmanager
-async def served(url: str) -> Any:
-    """``uno-audit serve`` in a subprocess on a free port; yields its address; SIGTERM at the end."""
+async def served(url: str, workers: int = 1) -> AsyncIterator[Served]:
+    """``uno-audit serve --workers N`` in a subprocess on a free port, with an admin token (the replayed
+    games are dealt from fixed decks); SIGTERM at the end."""
     port = free_port()
     address = f"127.0.0.1:{port}"
+    token = secrets.token_hex(24)
     errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the server has stopped
+    service_url = make_conninfo(url, user=SERVICE_LOGIN)  # serve refuses the owner's login
+    command = [
+        sys.executable,
+        "-m",
+        "service.cli",
+        "serve",
+        "--listen",
+        address,
+        "--database-url",
+        service_url,
+    ]
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--listen", address, "--database-url", url],
+        [*command, "--workers", str(workers)],
         cwd=ROOT,
+        env={**os.environ, "UNO_AUDIT_ADMIN_TOKEN": token},
         stdout=subprocess.DEVNULL,  # one JSON log line per command, as in production, to nowhere
         stderr=errors,
         start_new_session=True,
     )
     _children.append(process)
     try:
-        await _wait_serving(address, process, errors)
-        yield address, process.pid
+        await _wait_serving(address, process, errors, workers)
+        yield Served(address, [process.pid, *_children_of(process.pid)], token)
     finally:
         await asyncio.to_thread(_end, process)
         errors.close()
 
 
-async def _wait_serving(address: str, process: subprocess.Popen[bytes], errors: IO[bytes]) -> None:
+async def _wait_serving(
+    address: str, process: subprocess.Popen[bytes], errors: IO[bytes], workers: int
+) -> None:
+    """Until every worker is up and a health check on each of a few fresh connections says SERVING."""
     deadline = time.monotonic() + 60
-    async with grpc.aio.insecure_channel(address) as channel:
-        health = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                errors.seek(0)
-                raise RuntimeError(f"uno-audit serve exited:\n{errors.read().decode(errors='replace')}")
-            with contextlib.suppress(grpc.aio.AioRpcError):
-                reply = await health.Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
-                if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            await asyncio.sleep(0.1)
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            errors.seek(0)
+            raise RuntimeError(f"uno-audit serve exited:\n{errors.read().decode(errors='replace')}")
+        if workers == 1 or len(_children_of(process.pid)) >= workers:
+            statuses = []
+            for _ in range(4 * workers):
+                async with grpc.aio.insecure_channel(
+                    address, options=[("grpc.use_local_subchannel_pool", 1)]
+                ) as channel:
+                    with contextlib.suppress(grpc.aio.AioRpcError):
+                        reply = await health_pb2_grpc.HealthStub(channel).Check(
+                            health_pb2.HealthCheckRequest(service=""), timeout=1
+                        )
+                        statuses.append(reply.status)
+            serving = [s for s in statuses if s == health_pb2.HealthCheckResponse.SERVING]
+            if len(serving) == 4 * workers:
+                return
+        await asyncio.sleep(0.1)
     raise RuntimeError(f"uno-audit serve did not serve on {address} within 60 s")
 
 
 @contextlib.asynccontextmanager
-async def in_process(url: str) -> Any:
+async def in_process(url: str) -> AsyncIterator[Served]:
     """A server in this process (``start_server``), logging like ``serve`` but to nowhere."""
     structlog.configure(
         processors=[
@@ -634,9 +917,10 @@ async def in_process(url: str) -> Any:
         logger_factory=structlog.ReturnLoggerFactory(),  # rendered, then dropped
         cache_logger_on_first_use=True,
     )
-    running = await start_server(listen="127.0.0.1:0", database_url=url, admin_token=None)
+    token = secrets.token_hex(24)
+    running = await start_server(listen="127.0.0.1:0", database_url=url, admin_token=token)
     try:
-        yield f"127.0.0.1:{running.port}"
+        yield Served(f"127.0.0.1:{running.port}", [], token)
     finally:
         await running.stop(grace=1.0)
 
@@ -776,55 +1060,95 @@ def pooled(figures: Sequence[Figure]) -> Figure:
 
 
 async def latency_run(url: str, seconds: float) -> Figure:
-    """Bots play 1 game at a time against a fresh ``uno-audit serve`` on the store at ``url``."""
-    async with served(url) as (address, pid):
-        return await bots(address, 1, seconds, server_pid=pid)
+    """Bots play 1 game at a time against a fresh ``uno-audit serve --workers 1`` on the store at ``url``."""
+    async with served(url) as server:
+        return await bots(server.address, 1, seconds, server=server.pids)
 
 
 async def run_all(
-    url: str, empty_url: str, seconds: float, fill_events: int, runs: int, workdir: Path
+    url: str, empty_url: str, seconds: float, fill_events: int, runs: int, workdir: Path, e2e_only: bool
 ) -> dict[str, Any]:
-    results: dict[str, Any] = {"seconds_per_measurement": seconds, "warmup_seconds": WARMUP_SECONDS}
-    for each in (url, empty_url):
+    results: dict[str, Any] = {
+        "seconds_per_measurement": seconds,
+        "warmup_seconds": WARMUP_SECONDS,
+        "load_average_before": os.getloadavg()[0],
+    }
+    for each in (url,) if e2e_only else (url, empty_url):
         store = await EventStore.open(each)
         try:
             await store.migrate()
         finally:
             await store.close()
+        await migrate_projections(each)  # serve refuses a schema that is not current
+        await ensure_service_login(each)  # and any login but the service's (its password left as is)
         await settle(each)
-    games = templates(TEMPLATE_GAMES, SEED)
+    games = [] if e2e_only else templates(TEMPLATE_GAMES, SEED)
+    plays = scripts(SCRIPT_GAMES, SEED)
+    steps = sum(len(script.steps) for script in plays)
+    results["scripts"] = {"games": len(plays), "commands": steps, "per_game": round(steps / len(plays), 1)}
 
-    # (d) starts on the empty store; its later runs alternate with those on the full store (see below).
-    _say("(d) command latency, 1 game, empty store ...")
-    empty = [await latency_run(empty_url, seconds)]
+    empty: list[Figure] = []
+    if not e2e_only:
+        # (d) starts on the empty store; its later runs alternate with those on the full store (below).
+        _say("(d) command latency, 1 game, empty store ...")
+        empty.append(await latency_run(empty_url, seconds))
 
     results["pgbench"] = {}
     for clients in PGBENCH_CLIENTS:
         _say(f"(a) pgbench, {clients} client(s) ...")
         results["pgbench"][str(clients)] = (await pgbench(url, clients, seconds, workdir)).to_json()
 
-    results["store_append"] = {}
-    for tasks in STORE_TASKS:
-        _say(f"(b) EventStore.append, {tasks} task(s) ...")
-        results["store_append"][str(tasks)] = (await store_appends(url, tasks, seconds, games)).to_json()
+    if not e2e_only:
+        results["store_append"] = {}
+        for tasks in STORE_TASKS:
+            _say(f"(b) EventStore.append, {tasks} task(s) ...")
+            figure = await store_appends(url, tasks, seconds, games)
+            results["store_append"][str(tasks)] = figure.to_json()
 
-    results["e2e_subprocess"] = {}
-    async with served(url) as (address, pid):
-        for count in CONCURRENCIES:
-            _say(f"(c) end to end, uno-audit serve subprocess, {count} game(s) ...")
-            figure = await bots(address, count, seconds, server_pid=pid)
-            results["e2e_subprocess"][str(count)] = figure.to_json()
-        best = max(CONCURRENCIES, key=lambda c: results["e2e_subprocess"][str(c)]["per_second"])
-        rate = results["e2e_subprocess"][str(best)]["per_second"] / 2
-        _say(f"(c2) end to end at half the peak rate ({rate:.0f} commands/s, {best} games) ...")
-        half = await bots(address, best, seconds, rate=rate, server_pid=pid)
-    results["half_peak"] = {**half.to_json(), "target_rate": round(rate, 1), "games": best}
+    results["e2e"] = {}
+    for workers in WORKERS:
+        results["e2e"][str(workers)] = {}
+        async with served(url, workers) as server:
+            for count in CONCURRENCIES:
+                _say(f"(c) end to end, serve --workers {workers}, {count} game(s), replayed ...")
+                figure = await replay(
+                    server.address, count, seconds, plays, server.admin_token, server=server.pids
+                )
+                results["e2e"][str(workers)][str(count)] = figure.to_json()
+    peak_workers, peak_games = max(
+        ((w, c) for w in WORKERS for c in CONCURRENCIES),
+        key=lambda wc: results["e2e"][str(wc[0])][str(wc[1])]["per_second"],
+    )
+    rate = results["e2e"][str(peak_workers)][str(peak_games)]["per_second"] / 2
+    async with served(url, peak_workers) as server:
+        _say(
+            f"(c2) at half the peak rate ({rate:.0f} commands/s, {peak_games} games, {peak_workers} workers)"
+        )
+        half = await replay(
+            server.address, peak_games, seconds, plays, server.admin_token, rate=rate, server=server.pids
+        )
+        _say(
+            "(c3) the bots as the client (GetGame and the rules engine per move), 8 games, for comparison ..."
+        )
+        heavy = await bots(server.address, 8, seconds, server=server.pids)
+    results["half_peak"] = {
+        **half.to_json(),
+        "target_rate": round(rate, 1),
+        "games": peak_games,
+        "workers": peak_workers,
+    }
+    results["bots_8"] = {**heavy.to_json(), "workers": peak_workers}
+
+    if e2e_only:
+        results["load_average_after"] = os.getloadavg()[0]
+        return results
 
     results["e2e_in_process"] = {}
-    async with in_process(url) as address:
+    async with in_process(url) as server:
         for count in CONCURRENCIES:
             _say(f"(c) end to end, server in this process, {count} game(s) ...")
-            results["e2e_in_process"][str(count)] = (await bots(address, count, seconds)).to_json()
+            figure = await replay(server.address, count, seconds, plays, server.admin_token)
+            results["e2e_in_process"][str(count)] = figure.to_json()
 
     before = await count_events(url)
     _say(f"(d) filling the store with {fill_events:,} events (it holds {before:,}) ...")
@@ -844,6 +1168,7 @@ async def run_all(
             empty.append(await latency_run(empty_url, seconds))
     results["latency_empty"] = pooled(empty).to_json()
     results["latency_full"] = pooled(full).to_json()
+    results["load_average_after"] = os.getloadavg()[0]
     return results
 
 
@@ -859,22 +1184,26 @@ def report(results: dict[str, Any]) -> str:
     best_pg = max(figure["tps"] for figure in pg.values())
     lines = [
         f"uno-audit service benchmark — {results['seconds_per_measurement']:g} s per measurement "
-        f"after {results['warmup_seconds']:g} s warm-up; latencies in ms",
+        f"after {results['warmup_seconds']:g} s warm-up; latencies in ms; load average (1 min) "
+        f"{results['load_average_before']:.2f} before, {results['load_average_after']:.2f} after",
+        f"replayed: {results['scripts']['games']} simulated games, "
+        f"{results['scripts']['commands']:,} commands ({results['scripts']['per_game']} per game)",
         "",
-        f"{'measurement':<44}{'per s':>9}{'p50':>8}{'p99':>8}   baseline / target",
-        "-" * 110,
+        f"{'measurement':<48}{'per s':>9}{'p50':>8}{'p99':>8}   against / target; the issue's baseline",
+        "-" * 130,
     ]
 
     def row(name: str, figure: dict[str, Any], note: str) -> None:
         lines.append(
-            f"{name:<44}{figure['per_second']:>9,.0f}{figure['p50_ms']:>8.2f}{figure['p99_ms']:>8.2f}"
+            f"{name:<48}{figure['per_second']:>9,.0f}{figure['p50_ms']:>8.2f}{figure['p99_ms']:>8.2f}"
             f"   {note}"
         )
 
     for clients, figure in pg.items():
         failed = f", {figure['failed']} failed" if figure.get("failed") else ""
-        row(f"(a) pgbench append txn, {clients} client(s)", figure, f"the ceiling (TPS){failed}")
-    for tasks, figure in results["store_append"].items():
+        base = f"; baseline {BASELINE_PGBENCH[clients]:,}" if clients in BASELINE_PGBENCH else ""
+        row(f"(a) pgbench append txn, {clients} client(s)", figure, f"the ceiling (TPS){failed}{base}")
+    for tasks, figure in results.get("store_append", {}).items():
         base = pg.get(tasks, {}).get("tps", best_pg)
         row(
             f"(b) EventStore.append, {tasks} task(s)",
@@ -882,54 +1211,70 @@ def report(results: dict[str, Any]) -> str:
             f"{figure['per_second'] / base:.2f} × pgbench {tasks} "
             f"({figure['events_per_append']} events/append)",
         )
-    for count, figure in results["e2e_subprocess"].items():
-        base = pg[count]["tps"] if count in pg else best_pg
-        against = f"pgbench {count}" if count in pg else "best pgbench"
-        ratio = figure["per_second"] / base
-        row(
-            f"(c) gRPC commands, serve subprocess, {count} game(s)",
-            figure,
-            f"{ratio:.2f} × {against} {base:,.0f}; target ≥ {E2E_VS_PGBENCH} × → "
-            f"{_verdict(ratio >= E2E_VS_PGBENCH)}",
-        )
+    for workers, loads in results["e2e"].items():
+        for count, figure in loads.items():
+            base = pg[count]["tps"] if count in pg else best_pg
+            against = f"pgbench {count}" if count in pg else "best pgbench"
+            ratio = figure["per_second"] / base
+            rejected = f", {figure['rejected']} REJECTED" if figure.get("rejected") else ""
+            row(
+                f"(c) serve --workers {workers}, {count} game(s), replayed",
+                figure,
+                f"{ratio:.2f} × {against} {base:,.0f}; target ≥ {E2E_VS_PGBENCH} × → "
+                f"{_verdict(ratio >= E2E_VS_PGBENCH)}; baseline {BASELINE_E2E[count]:,} (bots){rejected}",
+            )
     half = results["half_peak"]
     row(
-        f"(c2) at half peak ({half['target_rate']:,.0f}/s, {half['games']} games)",
+        f"(c2) half peak ({half['target_rate']:,.0f}/s, {half['games']} games, {half['workers']} w)",
         half,
-        f"p99 target ≤ {P99_AT_HALF_PEAK_MS:g} ms → {_verdict(half['p99_ms'] <= P99_AT_HALF_PEAK_MS)}",
+        f"p99 target ≤ {P99_AT_HALF_PEAK_MS:g} ms → {_verdict(half['p99_ms'] <= P99_AT_HALF_PEAK_MS)}; "
+        f"baseline p99 {BASELINE_P99_MS} ms",
     )
-    for count, figure in results["e2e_in_process"].items():
-        row(f"    same, server in the bench process, {count}", figure, "for comparison (shares the loop)")
-    empty, full = results["latency_empty"], results["latency_full"]
-    stored = results["fill"]["events_stored"]
-    row("(d) 1 game, empty store", empty, "the baseline")
-    p50_ratio = full["p50_ms"] / empty["p50_ms"] if empty["p50_ms"] else float("inf")
-    p99_ratio = full["p99_ms"] / empty["p99_ms"] if empty["p99_ms"] else float("inf")
-    row(
-        f"(d) 1 game, {stored:,} events stored",
-        full,
-        f"p50 {p50_ratio:.2f} ×, p99 {p99_ratio:.2f} × empty; target ≤ {FULL_VS_EMPTY} × → "
-        f"{_verdict(max(p50_ratio, p99_ratio) <= FULL_VS_EMPTY)}",
-    )
-    filled = results["fill"]
-
-    def runs(figure: dict[str, Any]) -> str:
-        return ", ".join(f"{run['p50_ms']:.2f}/{run['p99_ms']:.2f}" for run in figure["runs"])
-
-    lines += [
-        "-" * 110,
-        f"(d) p50/p99 of each run: empty {runs(empty)}; full {runs(full)} (runs alternate after the fill)",
-        f"fill: {filled['events']:,} events in {filled['games']:,} games, {filled['seconds']} s "
-        f"({filled['method']}); VACUUM ANALYZE + CHECKPOINT {filled['settle_seconds']} s",
-        "",
-        "CPU per operation in ms (cores kept busy); postgres = our backends + checkpointer, WAL writer…",
-    ]
+    heavy = results["bots_8"]
+    row(f"(c3) bots as the client, 8 games, {heavy['workers']} w", heavy, "for comparison: a heavy client")
+    for count, figure in results.get("e2e_in_process", {}).items():
+        row(f"    replayed, server in the bench process, {count}", figure, "for comparison (shares the loop)")
     measured = [
         *((f"(a) pgbench, {n} client(s)", f) for n, f in pg.items()),
-        *((f"(b) EventStore.append, {n} task(s)", f) for n, f in results["store_append"].items()),
-        *((f"(c) serve subprocess, {n} game(s)", f) for n, f in results["e2e_subprocess"].items()),
+        *((f"(b) EventStore.append, {n} task(s)", f) for n, f in results.get("store_append", {}).items()),
+        *(
+            (f"(c) --workers {w}, {n} game(s)", f)
+            for w, loads in results["e2e"].items()
+            for n, f in loads.items()
+        ),
         ("(c2) at half peak", half),
-        *((f"(c) server in the bench process, {n}", f) for n, f in results["e2e_in_process"].items()),
+        ("(c3) bots, 8 games", heavy),
+        *((f"(c) server in the bench process, {n}", f) for n, f in results.get("e2e_in_process", {}).items()),
+    ]
+    if "latency_full" in results:
+        empty, full = results["latency_empty"], results["latency_full"]
+        stored = results["fill"]["events_stored"]
+        row("(d) 1 game (bots), empty store", empty, "the baseline")
+        p50_ratio = full["p50_ms"] / empty["p50_ms"] if empty["p50_ms"] else float("inf")
+        p99_ratio = full["p99_ms"] / empty["p99_ms"] if empty["p99_ms"] else float("inf")
+        row(
+            f"(d) 1 game (bots), {stored:,} events stored",
+            full,
+            f"p50 {p50_ratio:.2f} ×, p99 {p99_ratio:.2f} × empty; target ≤ {FULL_VS_EMPTY} × → "
+            f"{_verdict(max(p50_ratio, p99_ratio) <= FULL_VS_EMPTY)}",
+        )
+        filled = results["fill"]
+
+        def runs(figure: dict[str, Any]) -> str:
+            return ", ".join(f"{run['p50_ms']:.2f}/{run['p99_ms']:.2f}" for run in figure["runs"])
+
+        lines += [
+            "-" * 130,
+            f"(d) p50/p99 of each run: empty {runs(empty)}; full {runs(full)} "
+            "(runs alternate after the fill)",
+            f"fill: {filled['events']:,} events in {filled['games']:,} games, {filled['seconds']} s "
+            f"({filled['method']}); VACUUM ANALYZE + CHECKPOINT {filled['settle_seconds']} s",
+        ]
+    lines += [
+        "",
+        "CPU per operation in ms (cores kept busy); server = serve and its workers (server.wN: worker N "
+        "alone); postgres = our backends + checkpointer, WAL writer…; "
+        f"baseline server {BASELINE_SERVER_CPU_MS}",
     ]
     for name, figure in measured:
         if "cpu_ms_per_op" in figure:
@@ -940,7 +1285,7 @@ def report(results: dict[str, Any]) -> str:
             )
             other = figure.get("other_calls_per_command")
             calls = f"  [+{other:.2f} CreateGame/GetGame per command]" if other is not None else ""
-            lines.append(f"  {name:<42}{used}{calls}")
+            lines.append(f"  {name:<34}{used}{calls}")
     return "\n".join(lines)
 
 
@@ -961,6 +1306,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=2,
         help="runs of (d) on each store, alternating after the fill (default 2)",
+    )
+    parser.add_argument(
+        "--e2e-only",
+        action="store_true",
+        help="only (a) pgbench and (c) end to end (with (c2), (c3)): no (b), no in-process server, no (d)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
@@ -987,6 +1337,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.fill,
                     args.latency_runs,
                     Path(workdir),
+                    args.e2e_only,
                 )
             )
     except KeyboardInterrupt:
