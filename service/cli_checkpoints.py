@@ -2,8 +2,9 @@
 
 * ``uno-audit checkpoint --game ID | --tournament T [--key-file F] [--json]``: the signed checkpoint of a
   stored game (its current head) or of a tournament (the Merkle tree of its finished games);
-* ``uno-audit prove --tournament T (--game ID | --from-size M) [--size N]``: an inclusion proof of a
-  game in the tournament's tree, or a consistency proof between two of its sizes, as JSON;
+* ``uno-audit prove (--game ID | --tournament T --from-size M) [--tournament T] [--size N]``: an
+  inclusion proof of a game in its tournament's tree, or a consistency proof between two of its sizes,
+  as JSON;
 * ``uno-audit check-proof --checkpoint FILE --proof FILE --key VKEY [--old-checkpoint FILE]``: check a
   proof against published checkpoints only — no database, no server;
 * ``uno-audit cosign --checkpoint FILE --key-file WITNESS_KEY --log-key VKEY``: a witness adds its
@@ -73,7 +74,7 @@ def add_commands(commands: Any, stored_games_database: Callable[[argparse.Argume
     stored_games_database(checkpoint)
 
     prove = commands.add_parser("prove", help="prove a game is in a tournament, or that it only grew")
-    prove.add_argument("--tournament", required=True, metavar="T", help="the tournament")
+    prove.add_argument("--tournament", metavar="T", help="the tournament (default: the game's)")
     what = prove.add_mutually_exclusive_group(required=True)
     what.add_argument("--game", metavar="ID", help="an inclusion proof of this game")
     what.add_argument("--from-size", type=int, metavar="M", help="a consistency proof from size M")
@@ -194,6 +195,15 @@ async def _checkpoint(store: Any, signer: Signer, args: argparse.Namespace) -> i
 async def _prove(store: Any, args: argparse.Namespace) -> int:
     from service.audit.tournaments import ChainBroken, tournament_leaves
 
+    if args.tournament is None:
+        if args.game is None:
+            raise Refused("a consistency proof needs --tournament")
+        game = await store.game(args.game)
+        if game is None:
+            raise Refused(f"no game {args.game!r}")
+        if not game.tournament_id:
+            raise Refused(f"game {args.game} is in no tournament")
+        args.tournament = game.tournament_id
     try:
         leaves = await tournament_leaves(store, args.tournament)
     except ChainBroken as broken:

@@ -150,7 +150,7 @@ async def test_tournament_checkpoints_and_proofs_check_from_the_checkpoint_alone
     assert second["size"] == 3
     new = _write(tmp_path / "new.note", second["note"])
 
-    code, out, err = await cli(capsys, "prove", "--tournament", "cup", "--game", "g1", *db)
+    code, out, err = await cli(capsys, "prove", "--game", "g1", *db)  # the game's own tournament
     assert code == 0, err
     inclusion = json.loads(out)
     assert (inclusion["size"], inclusion["leaf"]["game_id"]) == (3, "g1")
@@ -175,6 +175,10 @@ async def test_tournament_checkpoints_and_proofs_check_from_the_checkpoint_alone
     )
     assert code == 1  # the proof is for the tree of three, the old checkpoint has two
 
+    code, _, err = await cli(capsys, "prove", "--from-size", "2", *db)
+    assert code == 2 and "--tournament" in err
+    code, _, err = await cli(capsys, "prove", "--game", "elsewhere", "--tournament", "cup", *db)
+    assert code == 2 and "not among" in err
     code, out, err = await cli(capsys, "prove", "--tournament", "cup", "--from-size", "2", *db)
     assert code == 0, err
     consistency = _write(tmp_path / "consistency.json", out)
