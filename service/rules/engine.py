@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final
 
 from . import fair
 from .cards import Card, Colour, hand_points
@@ -43,13 +43,20 @@ from .state import HANDLERS, State, canonical, on_prompted
 from .violations import Impossible, Rule, Violation
 
 
-class Played(NamedTuple):
-    """A card being played, as the effect functions of the rule-set modules see it."""
+class Played:
+    """A card being played, as the effect functions of the rule-set modules see it.
 
-    cmd: Play
-    origin: int  # the seat that "next player" counts from (the player, or before a follow-up pointer)
-    going_out: bool  # the play emptied the player's hand (``round.end``)
-    chained: bool  # an UNO Attack follow-up card, which earns no further follow-up
+    A plain class, not a named tuple: one is made per play, and compiled (setup.py) it is a native
+    class, made and read without going through Python; named tuples stay Python classes.
+    """
+
+    __slots__ = ("chained", "cmd", "going_out", "origin")
+
+    def __init__(self, cmd: Play, origin: int, going_out: bool, chained: bool) -> None:
+        self.cmd = cmd
+        self.origin = origin  # the seat "next player" counts from (the player, or before a follow-up pointer)
+        self.going_out = going_out  # the play emptied the player's hand (``round.end``)
+        self.chained = chained  # an UNO Attack follow-up card, which earns no further follow-up
 
 
 # The enum members a command's hot path tests, as module constants: Python 3.11 reads ``Awaiting.PLAY``
