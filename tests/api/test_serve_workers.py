@@ -242,3 +242,24 @@ def test_metrics_with_several_workers_is_refused_in_one_line() -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("uno-audit serve: --metrics-listen serves one process's metrics")
     assert done.stderr.count("\n") == 1
+
+
+@needs_script
+async def test_a_worker_that_dies_takes_the_others_down_with_exit_1(
+    tmp_path: Path, database_url: str, service_login: ServiceLogin
+) -> None:
+    """A half-staffed port would look healthy while serving less: the supervisor restarts the whole."""
+    await apply_migrations(database_url)
+    service_url = await service_login.url(database_url)
+    address = f"127.0.0.1:{_free_port()}"
+    serve = Serve(tmp_path, "dying", "--listen", address, "--database-url", service_url, "--workers", "2")
+    try:
+        workers: list[int] = (await asyncio.to_thread(serve.serving))["pids"]
+        os.kill(workers[1], signal.SIGKILL)
+        assert await asyncio.to_thread(serve.process.wait, 60) == 1
+    finally:
+        serve.end()
+    assert not _alive(workers[0]), "the other worker outlived the parent"
+    assert serve.err.read_text().splitlines() == [
+        "uno-audit serve: worker 1 exited on its own (status -9); the others were stopped"
+    ]
