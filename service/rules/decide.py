@@ -104,7 +104,7 @@ def resolve(state: State, command: Command, *, upheld: bool | None = None) -> tu
     return tuple(act.events), act.state
 
 
-_CHECKS: dict[type, Callable[[State, Any], Violation | None]] = {
+_CHECKS: Final[dict[type, Callable[[State, Any], Violation | None]]] = {
     Play: turn.check_play,
     Draw: turn.check_draw,
     Pass: turn.check_pass,
@@ -126,7 +126,7 @@ def _resolve_accept(act: Act, command: Accept) -> None:
         wild_draw_four.resolve_accept(act, command)
 
 
-_RESOLVERS: dict[type, Callable[[Act, Any], None]] = {
+_RESOLVERS: Final[dict[type, Callable[[Act, Any], None]]] = {
     StartRound: setup.resolve_start,
     Play: turn.resolve_play,
     Draw: turn.resolve_draw,

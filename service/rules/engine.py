@@ -67,9 +67,9 @@ _PLAY: Final = Awaiting.PLAY
 # can be one object, and finding one costs a fraction of making it (a frozen dataclass is built field by
 # field, in Python even in the compiled engine: events stay interpreted, see setup.py). Each table is
 # bounded by the seats, the cards and the choices: a few thousand entries per rule set at most.
-_PROMPTS: dict[tuple[int, Awaiting, int | None, bool], Prompted] = {}
-_PLAYS: dict[tuple[int, Card, Colour | None, bool, int | None], CardPlayed] = {}
-_DRAWS: dict[tuple[int, Card], CardDrawn] = {}
+_PROMPTS: Final[dict[tuple[int, Awaiting, int | None, bool], Prompted]] = {}
+_PLAYS: Final[dict[tuple[int, Card, Colour | None, bool, int | None], CardPlayed]] = {}
+_DRAWS: Final[dict[tuple[int, Card], CardDrawn]] = {}
 
 
 def card_played(

@@ -9,6 +9,7 @@ state of a game.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from .cards import Card, Colour, Face
 from .options import CustomAction, Options, Stacking
@@ -72,7 +73,7 @@ def rotates_hands(card: Card, options: Options) -> bool:
 
 #: The draw cards and what each adds to a pending penalty: Draw Two and Hit 2 count as "+2", Wild Draw
 #: Four and Wild Hit 4 as "W+4" (``house.stacking``: UNO Attack's cards take their places).
-PENALTIES = {Face.DRAW_TWO: 2, Face.HIT_TWO: 2, Face.WILD_DRAW_FOUR: 4, Face.WILD_HIT_FOUR: 4}
+PENALTIES: Final = {Face.DRAW_TWO: 2, Face.HIT_TWO: 2, Face.WILD_DRAW_FOUR: 4, Face.WILD_HIT_FOUR: 4}
 _ON_TWO = frozenset({Stacking.DRAW_TWO, Stacking.ANY})
 _ON_FOUR = frozenset({Stacking.DRAW_FOUR, Stacking.ANY})
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Final
 
 from . import attack, classic, mario_kart, sonic
 from .cards import Face
@@ -67,7 +68,7 @@ class RuleSet:
 
 
 #: Every rule set, by variant.
-RULE_SETS: Mapping[Variant, RuleSet] = MappingProxyType(
+RULE_SETS: Final[Mapping[Variant, RuleSet]] = MappingProxyType(
     {
         Variant.CLASSIC: RuleSet(
             effects=classic.EFFECTS, first_card=classic.first_card, taking=_pile(Variant.CLASSIC)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from .cards import DECKS, Card, Colour, Face
 from .events import (
@@ -132,7 +132,7 @@ class State(NamedTuple):
         return self.awaiting is not Awaiting.ROUND_START and self.awaiting is not Awaiting.GAME_OVER
 
 
-_INDEX = {name: i for i, name in enumerate(State._fields)}
+_INDEX: Final = {name: i for i, name in enumerate(State._fields)}
 
 
 def _with(state: State, **changes: Any) -> State:
@@ -143,14 +143,26 @@ def _with(state: State, **changes: Any) -> State:
     return tuple.__new__(State, values)
 
 
-_TURN, _AWAITING, _POINTER = _INDEX["turn"], _INDEX["awaiting"], _INDEX["pointer"]
-_DRAWN, _OWNER, _PREVIOUS = _INDEX["drawn"], _INDEX["turn_owner"], _INDEX["previous"]
-_HANDS, _DISCARD, _COLOUR = _INDEX["hands"], _INDEX["discard"], _INDEX["colour"]
-_EXPOSED, _WD4, _PILE = _INDEX["exposed"], _INDEX["wd4"], _INDEX["pile"]
-_PENDING, _STACKERS = _INDEX["pending"], _INDEX["stackers"]
-_TOP_BY, _JUMPABLE = _INDEX["top_by"], _INDEX["jumpable"]
-_W4 = Face.WILD_DRAW_FOUR
-_DRAWN_CARD = Awaiting.DRAWN  # as a constant: Python 3.11 reads an enum member through EnumType.__getattr__
+# The positions of the fields the hot handlers write. ``Final`` (here and for the module's tables):
+# compiled (setup.py), a ``Final`` name is a C variable, not a look-up in the module's dict at each use.
+_TURN: Final = _INDEX["turn"]
+_AWAITING: Final = _INDEX["awaiting"]
+_POINTER: Final = _INDEX["pointer"]
+_DRAWN: Final = _INDEX["drawn"]
+_OWNER: Final = _INDEX["turn_owner"]
+_PREVIOUS: Final = _INDEX["previous"]
+_HANDS: Final = _INDEX["hands"]
+_DISCARD: Final = _INDEX["discard"]
+_COLOUR: Final = _INDEX["colour"]
+_EXPOSED: Final = _INDEX["exposed"]
+_WD4: Final = _INDEX["wd4"]
+_PILE: Final = _INDEX["pile"]
+_PENDING: Final = _INDEX["pending"]
+_STACKERS: Final = _INDEX["stackers"]
+_TOP_BY: Final = _INDEX["top_by"]
+_JUMPABLE: Final = _INDEX["jumpable"]
+_W4: Final = Face.WILD_DRAW_FOUR
+_DRAWN_CARD: Final = Awaiting.DRAWN  # a constant: Python 3.11 reads an enum member via EnumType.__getattr__
 
 
 def new_state(event: GameCreated) -> State:
@@ -505,7 +517,7 @@ def _game_created(state: State, event: GameCreated) -> State:
 
 
 #: The handler of each event type (``evolve`` dispatches through it).
-HANDLERS: dict[type, Callable[[State, Any], State]] = {
+HANDLERS: Final[dict[type, Callable[[State, Any], State]]] = {
     GameCreated: _game_created,
     DealerDrawn: _dealer_drawn,
     RoundStarted: _round_started,

@@ -38,7 +38,7 @@ _ITEM_BOX: Final = Face.WILD_ITEM_BOX
 _DISCARD_ALL: Final = Face.DISCARD_ALL
 
 #: The rule a missing or wrong target breaks, by the face that may name one.
-_TARGET_RULE = MappingProxyType(
+_TARGET_RULE: Final = MappingProxyType(
     {
         Face.WILD_ATTACK_ATTACK: Rule.ATTACK_ATTACK_ATTACK,
         Face.TRADE_HANDS: Rule.ATTACK_TRADE_HANDS,
