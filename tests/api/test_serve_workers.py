@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,7 +27,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from projections.migrate import apply_migrations
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.api.server import start_server
+from service.api.server import ListenError, start_server
+from service.api.workers import probe_listen
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin
@@ -263,3 +265,17 @@ async def test_a_worker_that_dies_takes_the_others_down_with_exit_1(
     assert serve.err.read_text().splitlines() == [
         "uno-audit serve: worker 1 exited on its own (status -9); the others were stopped"
     ]
+
+
+def test_the_probe_resolves_port_0_and_refuses_a_port_in_use() -> None:
+    found = probe_listen("127.0.0.1:0")
+    host, _, port = found.rpartition(":")
+    assert host == "127.0.0.1" and int(port) > 0
+    with socket.socket() as holder:  # a listener, whatever options it set, keeps the probe out
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        taken = f"127.0.0.1:{holder.getsockname()[1]}"
+        with pytest.raises(ListenError, match=re.escape(f"cannot listen on {taken}")):
+            probe_listen(taken)
+    with pytest.raises(ListenError, match=re.escape("cannot listen on 192.0.2.1:50051")):
+        probe_listen("192.0.2.1:50051")  # TEST-NET-1: no address of this machine
