@@ -42,6 +42,7 @@ from .log import Dispute, GameLog, LogError, collect_disputes, export_text, reco
 from .record import FORMAT, RecordError, read_record
 from .replay_html import SeatError, game_replay_html
 from .report import RulesReport
+from .rows import read_rows
 from .stored_game import AdjudicationError, adjudicate, verify_game
 from .verify import verify_record
 
@@ -77,12 +78,17 @@ class Auditor:
     # --- reading --------------------------------------------------------------------------------------
 
     async def load(self, game_id: str) -> GameLog:
-        """The game's stream with its secret seed; :class:`~service.errors.NotFound` for an unknown game."""
-        rows = await self.store.read_stream(game_id)
-        if not rows:
+        """The game's stream with its secret seed; :class:`~service.errors.NotFound` for an unknown game.
+
+        Each payload is parsed once, with the bytes its hash covers (:mod:`service.audit.rows`): the
+        chain check, the log, the replay and the read models' check all read these rows.
+        """
+        # The stream and the seed at once (two connections of the pool, one wait).
+        stream, seed = await asyncio.gather(read_rows(self.store, game_id), self.store.seed(game_id))
+        if not stream.rows:
             raise NotFound(f"no game {game_id!r}")
         try:
-            return GameLog(game_id, rows, await self.store.seed(game_id))
+            return GameLog(game_id, stream.rows, seed, stream.canonical)
         except LogError as bad:
             raise Precondition(f"game {game_id!r} cannot be read: {bad}") from None
 
@@ -99,13 +105,15 @@ class Auditor:
         ``reveal_seed`` (the adjudicator, for a game in progress) first records a ``SeedRevealed`` entry
         under ``command_id`` and then prints the seed in the report.
         """
+        # The ledger while the log is read (another connection, one wait): an append made meanwhile may
+        # show in the ledger and not in the log, as it could when the ledger was read after the log.
         if reveal_seed:
             log = await self.reveal_seed(game_id, command_id)
+            ledger = await self.store.ledger_last_version(game_id)
         else:
-            log = await self.load(game_id)
+            log, ledger = await asyncio.gather(self.load(game_id), self.store.ledger_last_version(game_id))
         problems = await self._projection_problems(log) if check_projections else None
         show = log.seed_revealed_at() is not None or log.imported is not None
-        ledger = await self.store.ledger_last_version(game_id)
         try:
             # The replay is pure CPU work: off the event loop, so that a server keeps answering
             # (the other RPCs get the interpreter at least every switch interval meanwhile).

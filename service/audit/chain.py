@@ -1,9 +1,10 @@
 """Tamper evidence: recompute a game's hash chain and say where, and how, it was broken.
 
 Every stored event carries ``hash = chain_hash(prev_hash, game, version, type, payload)`` and its
-predecessor's hash (:func:`service.store.chain_hash`). The service can only append, but whoever holds the
-database superuser can switch the triggers off and edit rows. :func:`check_chain` finds what such an edit
-leaves behind, at the position it happened:
+predecessor's hash (:func:`service.store.chain_hash`; :func:`chain_hash_of` is the same hash of the
+canonical bytes, which the verifier reads once with the rows). The service can only append, but whoever
+holds the database superuser can switch the triggers off and edit rows. :func:`check_chain` finds what
+such an edit leaves behind, at the position it happened:
 
 * ``changed`` — an event's type or payload no longer hashes to its stored hash;
 * ``swapped`` — two events stand at each other's places (their contents, or whole rows, were exchanged);
@@ -17,10 +18,12 @@ check goes on from the stored hash, so one edit is reported once, not as every l
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.store import GENESIS_HASH, StoredEvent, chain_hash
+from service.codec import canonical as encode
+from service.store import GENESIS_HASH, StoredEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,18 +38,43 @@ class ChainFinding:
         return {"position": self.position, "kind": self.kind, "message": self.message}
 
 
-def _content_hash(row: StoredEvent, prev_hash: bytes, version: int) -> bytes:
-    return chain_hash(prev_hash, row.game_id, version, row.type, row.payload)
+def chain_hash_of(prev_hash: bytes, game_id: str, version: int, canonical: bytes) -> bytes:
+    """:func:`service.store.chain_hash` of an event whose canonical bytes (:func:`service.codec.canonical`
+    of its type and payload) are already written: the same framing, hashed in one call."""
+    framed = b"".join((prev_hash, game_id.encode(), b"\n", str(version).encode("ascii"), b"\n", canonical))
+    return hashlib.sha256(framed).digest()
+
+
+class _Contents:
+    """The hash of a row's content (its type and payload) at any place of the chain, from the row's
+    canonical bytes (:func:`service.codec.canonical`), each written once however often a swap search
+    asks for it."""
+
+    def __init__(self, rows: Sequence[StoredEvent], canonical: Sequence[bytes] | None) -> None:
+        self.rows = rows
+        self.canonical = canonical if canonical is not None else [encode(r.type, r.payload) for r in rows]
+
+    def hash(self, index: int, prev_hash: bytes, version: int) -> bytes:
+        """The chain's hash of ``rows[index]``'s content at ``version``, after ``prev_hash``."""
+        return chain_hash_of(prev_hash, self.rows[index].game_id, version, self.canonical[index])
 
 
 def check_chain(
-    game_id: str, rows: Sequence[StoredEvent], ledger_last_version: int | None = None
+    game_id: str,
+    rows: Sequence[StoredEvent],
+    ledger_last_version: int | None = None,
+    canonical: Sequence[bytes] | None = None,
 ) -> list[ChainFinding]:
     """The breaks in ``game_id``'s chain; ``rows`` are its stored events in version order.
 
     ``ledger_last_version`` is the highest version the command ledger says was written (the
     ``commands`` table): events missing from the end of the stream leave no gap, only that.
+    ``canonical``: each row's canonical bytes when the caller has them (:mod:`service.audit.rows`),
+    else they are written here.
     """
+    if canonical is not None and len(canonical) != len(rows):
+        raise ValueError(f"{len(canonical)} canonical forms for {len(rows)} rows")
+    contents = _Contents(rows, canonical)
     findings: list[ChainFinding] = []
     prev = GENESIS_HASH
     expected = 1
@@ -69,9 +97,9 @@ def check_chain(
             prev = resume.pop(index)
             continue
         linked = row.prev_hash == prev
-        consistent = _content_hash(row, row.prev_hash, row.version) == row.hash
+        consistent = contents.hash(index, row.prev_hash, row.version) == row.hash
         if not (linked and consistent):
-            swap = None if consistent else _swap_partner(rows, index)
+            swap = None if consistent else _swap_partner(contents, index)
             if swap is not None:
                 other, here, there = swap
                 resume[other] = there
@@ -113,7 +141,7 @@ def check_chain(
     return findings
 
 
-def _swap_partner(rows: Sequence[StoredEvent], index: int) -> tuple[int, bytes, bytes] | None:
+def _swap_partner(contents: _Contents, index: int) -> tuple[int, bytes, bytes] | None:
     """The other row of a swap that put something else at ``rows[index]``, if there was one, with the
     hashes the chain continues on after this place and after the other row's.
 
@@ -121,6 +149,7 @@ def _swap_partner(rows: Sequence[StoredEvent], index: int) -> tuple[int, bytes, 
     row's content hashes to this place's stored hash; or whole rows changed places (versions exchanged),
     so this row's content hashes correctly at the other row's version.
     """
+    rows = contents.rows
     row = rows[index]
     for other, candidate in enumerate(rows):
         if other == index or (candidate.type, candidate.payload) == (row.type, row.payload):
@@ -128,13 +157,13 @@ def _swap_partner(rows: Sequence[StoredEvent], index: int) -> tuple[int, bytes, 
         # Both ways round: games repeat events (the same card played twice, the same prompt), so one
         # content fitting the other place proves nothing by itself.
         if (
-            _content_hash(candidate, row.prev_hash, row.version) == row.hash
-            and _content_hash(row, candidate.prev_hash, candidate.version) == candidate.hash
+            contents.hash(other, row.prev_hash, row.version) == row.hash
+            and contents.hash(index, candidate.prev_hash, candidate.version) == candidate.hash
         ):
             return other, row.hash, candidate.hash
         if (
-            _content_hash(row, row.prev_hash, candidate.version) == row.hash
-            and _content_hash(candidate, candidate.prev_hash, row.version) == candidate.hash
+            contents.hash(index, row.prev_hash, candidate.version) == row.hash
+            and contents.hash(other, candidate.prev_hash, row.version) == candidate.hash
         ):
             return other, candidate.hash, row.hash
     return None

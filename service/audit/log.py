@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.catalogue import CATALOGUE, CatalogueError, Group, decode_entry, decode_event, type_name
+from service.codec import canonical as canonical_bytes
 from service.rules.commands import (
     Accept,
     CallUno,
@@ -152,12 +153,21 @@ class GameLog:
     ``reveal`` says so.
     """
 
-    def __init__(self, game_id: str, rows: Sequence[StoredEvent], seed: bytes | None = None) -> None:
+    def __init__(
+        self,
+        game_id: str,
+        rows: Sequence[StoredEvent],
+        seed: bytes | None = None,
+        canonical: Sequence[bytes] | None = None,
+    ) -> None:
         if not rows:
             raise LogError(f"game {game_id!r} has no events")
         self.game_id = game_id
         self.rows = list(rows)
         self.seed = seed
+        self._canonical = None if canonical is None else list(canonical)
+        if self._canonical is not None and len(self._canonical) != len(self.rows):
+            raise ValueError(f"{len(self._canonical)} canonical forms for {len(self.rows)} rows")
         self.entries: list[tuple[StoredEvent, Entry]] = []
         #: The game's rows (every row that is not an audit entry, a type the catalogue does not know
         #: included), each with its event, or with why the catalogue cannot read it: reading the record
@@ -166,22 +176,40 @@ class GameLog:
         #: Audit entries whose payload no longer decodes (position, why): left out, and the chain check
         #: says what happened to them.
         self.unreadable_entries: list[tuple[int, str]] = []
-        for row in self.rows:
+        # Games repeat their events (the same prompt, the same card drawn again): one decoding of each
+        # payload, found by its canonical bytes, which say exactly what the type and payload are. The
+        # catalogue's events and entries are frozen, so rows may share one.
+        decoded: dict[bytes, Event | CatalogueError] = {}
+        for index, row in enumerate(self.rows):
             if CATALOGUE.group(row.type) is Group.AUDIT:
                 try:
                     self.entries.append((row, decode_entry(row.type, row.payload)))
                 except CatalogueError as bad:
                     self.unreadable_entries.append((row.version, str(bad)))
-            else:
+                continue
+            key = None if self._canonical is None else self._canonical[index]
+            event = None if key is None else decoded.get(key)
+            if event is None:
                 try:
-                    self.game.append((row, decode_event(row.type, row.payload)))
+                    event = decode_event(row.type, row.payload)
                 except CatalogueError as bad:
-                    self.game.append((row, bad))
+                    event = bad
+                if key is not None:
+                    decoded[key] = event
+            self.game.append((row, event))
         first = self.entries[0][1] if self.entries and self.entries[0][0] is self.rows[0] else None
         self.imported: RecordImported | None = first if isinstance(first, RecordImported) else None
         self.version = self.rows[-1].version
 
     # --- what the log says ------------------------------------------------------------------------------
+
+    @property
+    def canonical(self) -> list[bytes]:
+        """The bytes each row's hash covers (:func:`service.codec.canonical` of its type and payload), in
+        row order: as read with the rows (:mod:`service.audit.rows`), else written now."""
+        if self._canonical is None:
+            self._canonical = [canonical_bytes(row.type, row.payload) for row in self.rows]
+        return self._canonical
 
     @property
     def origin(self) -> str:

@@ -82,9 +82,8 @@ def verify_game(
     game has ended, or the adjudicator revealed it). ``projection_problems`` is the read models'
     cross-check (``None``: not run).
     """
-    chain = ChainSection(
-        len(log.rows), log.rows[-1].hash, tuple(check_chain(log.game_id, log.rows, ledger_last_version))
-    )
+    findings = check_chain(log.game_id, log.rows, ledger_last_version, log.canonical)
+    chain = ChainSection(len(log.rows), log.rows[-1].hash, tuple(findings))
     projections = None if projection_problems is None else ProjectionCheck(tuple(projection_problems))
     unreadable_entries = tuple(Flaw(position, message) for position, message in log.unreadable_entries)
     try:

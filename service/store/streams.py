@@ -260,6 +260,17 @@ class PostgresStreams(StreamStore):
         """
         return Listener(self._dsn)
 
+    async def read_stream_text(self, game_id: str) -> list[tuple[Any, ...]]:
+        """The game's whole stream as rows of :data:`EVENT_COLUMNS`, but with ``payload`` and ``metadata`` as
+        their JSON text: for a reader that parses each payload once, its own way, for more than one use (the
+        verifier: the value and the hash chain's bytes, :func:`service.codec.load_canonical`). In binary
+        format: the hashes and times arrive without text to parse."""
+        columns = EVENT_COLUMNS.replace("e.payload, e.metadata", "e.payload::text, e.metadata::text")
+        query = f"SELECT {columns} FROM events e WHERE e.game_id = %s ORDER BY e.version"
+        async with self._pool.connection() as conn:
+            cursor = await conn.execute(query, (game_id,), prepare=True, binary=True)
+            return await cursor.fetchall()
+
 
 class Listener(Wakeups):
     """An async iterator of game ids, one per committed append, from ``LISTEN uno_events``.

@@ -1,0 +1,80 @@
+"""A game's stream read once for the verifier: each payload parsed once, with the bytes its hash covers.
+
+Verifying a stored game needs every payload twice: as a value, which the catalogue decodes into the game's
+events (the log, the replay, the read models' check), and as the canonical bytes its hash covers (the
+chain check). Read through :meth:`EventStore.read_stream <service.store.EventStore.read_stream>`, psycopg
+parses every payload and metadata with ``json.loads`` and the chain check writes every payload back with
+``json.dumps``: most of what verifying from the store cost beyond verifying a record file. Here the rows
+come as JSON text (:meth:`~service.store.streams.PostgresStreams.read_stream_text`) and
+:func:`service.codec.load_canonical` makes both forms of each payload at once, exactly as the standard
+library would (the golden hashes do not move).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from service.codec import load_canonical
+from service.store import EventStore, StoredEvent
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRows:
+    """A game's stored events in version order, and the canonical bytes of each (``canonical[i]`` is
+    :func:`service.codec.canonical` of ``rows[i]``)."""
+
+    rows: list[StoredEvent]
+    canonical: list[bytes]
+
+
+async def read_rows(store: EventStore, game_id: str) -> StreamRows:
+    """The game's whole stream, each payload parsed once (empty for an unknown game)."""
+    return parse_rows(await store.read_stream_text(game_id))
+
+
+def parse_rows(raw: Iterable[tuple[Any, ...]]) -> StreamRows:
+    """Rows of :meth:`~service.store.streams.PostgresStreams.read_stream_text` as :class:`StreamRows`."""
+    rows: list[StoredEvent] = []
+    canonical: list[bytes] = []
+    # A command's events share their metadata (its command id): read once, each row its own copy.
+    flat: dict[str, dict[str, str]] = {}
+    for position, game_id, version, kind, payload_text, metadata_text, recorded_at, xid, prev, digest in raw:
+        payload, encoded = load_canonical(kind, payload_text)
+        known = flat.get(metadata_text)
+        metadata = dict(known) if known is not None else _metadata(metadata_text, flat)
+        rows.append(
+            StoredEvent(
+                position,
+                game_id,
+                version,
+                kind,
+                payload,
+                metadata,
+                recorded_at,
+                xid,
+                bytes(prev),
+                bytes(digest),
+            )
+        )
+        canonical.append(encoded)
+    return StreamRows(rows, canonical)
+
+
+def _metadata(text: str, flat: dict[str, dict[str, str]]) -> Any:
+    """A row's metadata as ``json.loads`` reads it. The service writes an object of strings (command,
+    command id, actor), which orjson reads alike, and which is kept in ``flat`` under its text; anything
+    else (an edited row: a number, which orjson may read as another type) is read by the standard
+    library."""
+    try:
+        value = orjson.loads(text)
+    except ValueError:  # nested deeper than orjson reads
+        return json.loads(text)
+    if isinstance(value, dict) and all(type(item) is str for item in value.values()):
+        flat[text] = value
+        return dict(value)
+    return json.loads(text)
