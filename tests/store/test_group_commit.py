@@ -15,6 +15,7 @@ shows that statement waiting: a condition, never a sleep.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 
@@ -416,3 +417,63 @@ async def test_a_connection_killed_mid_group_leaves_nothing_half_written(
         assert ids == [f"{game_id}/1", f"{game_id}/2"]
         assert await store.ledger_last_version(game_id) == len(stream)
     assert await count(database_url, "SELECT count(*) FROM commands") == 3 * len(games) + 2
+
+
+# --- how a failed group is settled (no database: a connection that fails as told) --------------------
+
+
+class FailingConnection:
+    """Fails every statement with ``error``; ``broken`` as psycopg says after it."""
+
+    def __init__(self, error: Exception, broken: bool) -> None:
+        self.error = error
+        self.broken = broken
+
+    async def execute(self, *args: object, **kwargs: object) -> None:
+        raise self.error
+
+
+class OnePool:
+    def __init__(self, conn: FailingConnection) -> None:
+        self.conn = conn
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[FailingConnection]:
+        yield self.conn
+
+
+async def never_alone(*args: object) -> AppendResult:
+    raise AssertionError("a group of two is not sent alone")
+
+
+@pytest.mark.parametrize(
+    ("error", "broken", "resent"),
+    [
+        (psycopg.errors.DeadlockDetected("deadlock detected"), False, True),
+        (psycopg.errors.SerializationFailure("could not serialize"), False, True),
+        (psycopg.errors.QueryCanceled("statement timeout"), False, True),
+        (psycopg.errors.UniqueViolation("duplicate key"), False, True),
+        (ValueError("a value the driver cannot send"), False, True),
+        (psycopg.errors.AdminShutdown("terminating connection"), True, False),
+        (psycopg.OperationalError("server closed the connection unexpectedly"), True, False),
+    ],
+)
+async def test_a_refused_group_is_resent_alone_and_a_lost_one_fails(
+    error: Exception, broken: bool, resent: bool
+) -> None:
+    """The server refused the group and rolled it back on a live connection (a deadlock with another
+    instance's group, a serialization failure, a timeout, a key): each command is resent alone, where it
+    is settled as without group commit. The connection was lost: nobody knows whether the group
+    committed, so each caller gets the error (and retries with its command id)."""
+    from service.store.group_commit import ALONE, GroupCommit, Pending
+    from service.store.model import Batch
+
+    pool = OnePool(FailingConnection(error, broken))
+    group = GroupCommit(pool, channel="c", alone=never_alone)  # type: ignore[arg-type]
+    pending = [
+        Pending(Batch(game, 1, GENESIS_HASH, [played(1)], {}, f"c-{game}"), b"r") for game in ("g1", "g2")
+    ]
+    await group._send(pending)
+    for each in pending:
+        outcome = each.future.result()
+        assert outcome is ALONE if resent else outcome is error
