@@ -100,10 +100,10 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         )
         try:
             await pool.open(wait=True, timeout=timeout)
+            return cls(dsn, pool, group_commit=group_commit, max_batch=max_batch)
         except BaseException:
             await pool.close()
             raise
-        return cls(dsn, pool, group_commit=group_commit, max_batch=max_batch)
 
     async def close(self) -> None:
         """Close the pool (waits for queued appends to be sent, and connections in use to come back)."""

@@ -477,3 +477,8 @@ async def test_a_refused_group_is_resent_alone_and_a_lost_one_fails(
     for each in pending:
         outcome = each.future.result()
         assert outcome is ALONE if resent else outcome is error
+
+
+async def test_a_group_size_below_one_is_refused(database_url: str, store: EventStore) -> None:
+    with pytest.raises(ValueError, match="max_batch"):
+        await EventStore.open(database_url, max_batch=0)
