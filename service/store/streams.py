@@ -162,6 +162,9 @@ class PostgresStreams(StreamStore):
     ) -> AppendResult:
         """Append ``events`` as versions ``expected_version + 1``.. of the game, in one transaction.
 
+        With group commit that transaction may carry other games' commands that waited at the same time
+        (:mod:`service.store.group_commit`); this command's outcome is its own all the same.
+
         ``prev_hash`` is the hash of version ``expected_version`` when the caller has it cached (the
         command handler does, with its cached state); ``None`` makes the store read it, one round trip
         more (``GENESIS_HASH`` before version 1). A wrong ``prev_hash`` is refused by the database, never
