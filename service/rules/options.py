@@ -123,9 +123,15 @@ class Options:
         return out
 
     def house_rules(self) -> dict[str, Any]:
-        """The house rules that are on, by option name (empty for a game by the book)."""
-        values = self.to_json()
-        return {name: values[name] for name in HOUSE_RULES if name in values}
+        """The house rules that are on, by option name (empty for a game by the book). Read field by
+        field: every game view shows them, and ``to_json`` copies every option."""
+        on: dict[str, Any] = {}
+        if self.stacking is not Stacking.OFF:
+            on["stacking"] = self.stacking.value
+        for name in HOUSE_RULES[1:]:
+            if getattr(self, name):
+                on[name] = True
+        return on
 
 
 _DEFAULTS: dict[Variant, dict[str, Any]] = {
