@@ -1,26 +1,27 @@
 """The consistency check of one game: its projected rows against a fold of its events through the engine.
 
-The projections are caches; the log is the truth. :func:`check_game` re-reads the game's stream, folds it
-with the rules engine (:func:`service.rules.state.evolve`, the same code the command handler decides
-with) and compares, row by row, what ``hands``, ``tables``, ``round_scores`` and ``match_scores`` say.
-The scores are compared with the *engine's* scoring (``State.scores`` and ``State.results``), which the
-projection does not use (it folds the scoring events by itself), so a disagreement between the two
-readings of the log shows up too.
+The projections are caches; the log is the truth. :func:`check_game` reads the game's stream (or takes the
+stream its caller has just read), folds it with the rules engine (:func:`service.rules.state.evolve`, the
+same code the command handler decides with) and compares, row by row, what ``hands``, ``tables``,
+``round_scores`` and ``match_scores`` say. The scores are compared with the *engine's* scoring
+(``State.scores`` and ``State.results``), which the projection does not use (it folds the scoring events by
+itself), so a disagreement between the two readings of the log shows up too.
 
 The projection may lag: the check folds the events up to the version the game's ``tables`` row says it
 reflects, and reports a game missing from the views only if the checkpoint is past its creation. All
-rows are read with one statement, so a projector batch committing meanwhile cannot make it see a mix.
+rows are read with one statement, so a projector batch committing meanwhile cannot make it see a mix. A
+stream read before them may end before the version they reflect: the events past its end are read then.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from service.catalogue import GAME_TYPES, decode_event
 from service.codec import CodecError
-from service.rules.events import GameCreated
+from service.rules.events import Event, GameCreated
 from service.rules.state import State, evolve, new_state
 from service.store import Cursor, EventStore, StoredEvent, cursor_of
 
@@ -41,15 +42,41 @@ SELECT coalesce(cp.xid, '0'::xid8)::text::bigint, coalesce(cp.position, 0),
 """
 
 
-async def check_game(store: EventStore, game_id: str, *, projection_set: str = DEFAULT_SET) -> list[str]:
-    """What is wrong with the projections of ``game_id`` (an empty list when they are consistent)."""
+#: A stored game event, decoded (raises :class:`~service.codec.CodecError` for one that does not decode).
+Decode = Callable[[StoredEvent], Event]
+
+
+def decode_stored(stored: StoredEvent) -> Event:
+    """The catalogue's decoding of a stored game event."""
+    return decode_event(stored.type, stored.payload)
+
+
+async def check_game(
+    store: EventStore,
+    game_id: str,
+    *,
+    projection_set: str = DEFAULT_SET,
+    stream: Sequence[StoredEvent] | None = None,
+    decode: Decode = decode_stored,
+) -> list[str]:
+    """What is wrong with the projections of ``game_id`` (an empty list when they are consistent).
+
+    ``stream`` is the game's stream when the caller has just read it (the auditor, which verifies it
+    too), and ``decode`` its events as the caller decoded them: the check then reads only what the
+    projection may hold beyond it (a game that moved on meanwhile), and decodes nothing twice.
+    """
     async with connection(store) as conn:
         cursor = await conn.execute(_PROJECTED, {"game": game_id, "set": projection_set})
         row = await cursor.fetchone()
     assert row is not None
     checkpoint = Cursor(int(row[0]), int(row[1]))
     table, hands, rounds, matches = row[2], row[3], row[4], row[5]
-    events = await store.read_stream(game_id)
+    if stream is None:
+        events = await store.read_stream(game_id)
+    else:
+        read = stream[-1].version if stream else 0
+        ahead = table is not None and int(table["version"]) > read
+        events = [*stream, *await store.read_stream(game_id, after_version=read)] if ahead else list(stream)
     if not events:
         if table is not None or hands or rounds or matches:
             return [f"game {game_id!r} has no events but has projected rows"]
@@ -63,7 +90,7 @@ async def check_game(store: EventStore, game_id: str, *, projection_set: str = D
         return [f"tables says version {version}, but the game's stream ends at {events[-1].version}"]
     try:
         # By version, not by count: an edited log may have lost a row below the projected version.
-        state = fold_stream([event for event in events if event.version <= version])
+        state = fold_stream([event for event in events if event.version <= version], decode)
     except CodecError as bad:  # an edited log: the verifier's chain check says where and how
         return [f"game {game_id!r}: the log does not decode ({bad}), so the views cannot be checked"]
     except UnfoldableLog as bad:
@@ -97,7 +124,7 @@ class UnfoldableLog(ValueError):
         self.position = position
 
 
-def fold_stream(events: Sequence[StoredEvent]) -> State | None:
+def fold_stream(events: Sequence[StoredEvent], decode: Decode = decode_stored) -> State | None:
     """The engine's state after the stored ``events`` (audit entries skipped), or ``None`` when they do
     not start with ``GameCreated``. ``evolve`` trusts its events, so a log edited into nonsense makes it
     fail, in whatever way the nonsense leads it to (an index out of range, a failed assertion…): that is
@@ -108,7 +135,7 @@ def fold_stream(events: Sequence[StoredEvent]) -> State | None:
     for stored in events:
         if stored.type not in GAME_TYPES:
             continue
-        event = decode_event(stored.type, stored.payload)
+        event = decode(stored)
         if isinstance(event, GameCreated):
             state = new_state(event)
         elif state is None:

@@ -17,6 +17,7 @@ import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 from psycopg import errors as pg_errors
@@ -24,9 +25,10 @@ from psycopg import errors as pg_errors
 from service.catalogue import decode_entry, encode, type_name
 from service.errors import InvalidInput, NotFound, Precondition, ServiceError
 from service.limits import MAX_RECORD_BYTES, free_text
+from service.rules.events import Event
 from service.rules.options import OptionError, make_options
 from service.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
-from service.store import AppendResult, EventStore, NewEvent
+from service.store import AppendResult, EventStore, NewEvent, StoredEvent
 
 from .entries import (
     DisputeFiled,
@@ -49,10 +51,21 @@ from .verify import verify_record
 _log = structlog.get_logger(__name__)
 
 
-#: The read models' cross-check of one game: what is wrong with its projected rows (nothing: they agree
-#: with its log). The read models are built on the service, so the auditor does not import them: whoever
-#: wires the service passes theirs in (:func:`projections.check.check_game`).
-ReadModelCheck = Callable[[EventStore, str], Awaitable[list[str]]]
+class ReadModelCheck(Protocol):
+    """The read models' cross-check of one game: what is wrong with its projected rows (nothing: they agree
+    with its log). The read models are built on the service, so the auditor does not import them: whoever
+    wires the service passes theirs in (:func:`projections.check.check_game`). The auditor hands it the
+    stream it has read and each event as it decoded it, so that the check reads and decodes nothing
+    twice."""
+
+    def __call__(
+        self,
+        store: EventStore,
+        game_id: str,
+        *,
+        stream: Sequence[StoredEvent] | None = None,
+        decode: Callable[[StoredEvent], Event],
+    ) -> Awaitable[list[str]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +142,7 @@ class Auditor:
         if self.read_models is None or log.imported is not None:
             return None  # no read models to check; imported records are not projected
         try:
-            return await self.read_models(self.store, log.game_id)
+            return await self.read_models(self.store, log.game_id, stream=log.rows, decode=log.event_of)
         except pg_errors.UndefinedTable:
             return None  # no read models in this database
 

@@ -197,6 +197,7 @@ class GameLog:
                 if key is not None:
                     decoded[key] = event
             self.game.append((row, event))
+        self._events = {id(row): event for row, event in self.game}
         first = self.entries[0][1] if self.entries and self.entries[0][0] is self.rows[0] else None
         self.imported: RecordImported | None = first if isinstance(first, RecordImported) else None
         self.version = self.rows[-1].version
@@ -210,6 +211,16 @@ class GameLog:
         if self._canonical is None:
             self._canonical = [canonical_bytes(row.type, row.payload) for row in self.rows]
         return self._canonical
+
+    def event_of(self, row: StoredEvent) -> Event:
+        """The game event of ``row``: as decoded when the log was read, for one of its rows (another row is
+        decoded now). Raises :class:`~service.catalogue.CatalogueError` for a row that does not decode."""
+        event = self._events.get(id(row))
+        if event is None:
+            return decode_event(row.type, row.payload)
+        if isinstance(event, CatalogueError):
+            raise event
+        return event
 
     @property
     def origin(self) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from service.audit.auditor import Auditor
 from service.audit.game_report import ProjectionCheck
 from service.rules.options import Variant
-from service.store import EventStore
+from service.store import EventStore, StoredEvent
 
 from .support import store_simulated
 
@@ -50,8 +50,12 @@ async def test_the_auditor_reports_the_read_model_check_it_is_given(store: Event
     game = await store_simulated(store, Variant.CLASSIC, seed=3)
     asked: list[str] = []
 
-    async def check(checked: EventStore, game_id: str) -> list[str]:
+    async def check(
+        checked: EventStore, game_id: str, *, stream: list[StoredEvent] | None = None, decode: object = None
+    ) -> list[str]:
         assert checked is store
+        # The stream the auditor read, not a second read of it.
+        assert stream is not None and [row.version for row in stream] == list(range(1, len(stream) + 1))
         asked.append(game_id)
         return ["tables: turn is 0 in the view, 1 by the rules"]
 

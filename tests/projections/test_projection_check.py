@@ -86,6 +86,18 @@ async def test_a_game_missing_from_the_views_is_found(store: EventStore, databas
     assert await check_game(store, "g0") == ["game 'g0' is behind the checkpoint but has no tables row"]
 
 
+async def test_a_stream_handed_in_is_not_read_again_but_read_on_past_its_end(
+    store: EventStore, database_url: str
+) -> None:
+    games = await store_games(store, GAME_SPECS[:1])
+    await _project(database_url)
+    game_id = games[0].game_id
+    rows = await store.read_stream(game_id)
+    assert await check_game(store, game_id, stream=rows) == []
+    # A stream read before the projection moved on: the events past its end are read, not missed.
+    assert await check_game(store, game_id, stream=rows[: len(rows) // 2]) == []
+
+
 # --- a log edited into nonsense is reported, never a crash ------------------------------------------------
 
 
