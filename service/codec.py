@@ -122,12 +122,13 @@ def decoder(cls: type) -> Decoder:
     hints = typing.get_type_hints(cls)
     required = required_fields(cls)
     fields = [(f.name, _for(hints[f.name]), f.name in required) for f in dataclasses.fields(cls)]
+    names = frozenset(name for name, _, _ in fields)
 
     def decode(payload: Any) -> Any:
-        if not isinstance(payload, Mapping):
+        if type(payload) is not dict and not isinstance(payload, Mapping):  # a dict: no ABC check
             raise CodecError(f"{cls.__name__} needs an object, not {type(payload).__name__}")
-        unknown = set(payload) - {name for name, _, _ in fields}
-        if unknown:
+        if not names.issuperset(payload):
+            unknown = set(payload) - names
             raise CodecError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
         values = {}
         for name, convert, required in fields:

@@ -85,6 +85,12 @@ from .record import GameRecord, RoundBlock, read_record, write_record
 #: The rows after which the seed is public: the game's end, or the adjudicator's early look.
 _SEED_PUBLIC = frozenset((type_name(GameEnded), type_name(SeedRevealed)))
 
+#: The events after which no prompt is pending (a tuple: ``isinstance`` takes it faster than a union).
+_PROMPTS_END = (RoundEnded, GameEnded)
+
+#: The stored types of the audit trail's entries (every other row is the game's).
+_AUDIT_TYPES = CATALOGUE.names(Group.AUDIT)
+
 #: A game row with its event, or with why the catalogue cannot read it.
 GameRow = tuple[StoredEvent, Event | CatalogueError]
 
@@ -181,14 +187,14 @@ class GameLog:
         # catalogue's events and entries are frozen, so rows may share one.
         decoded: dict[bytes, Event | CatalogueError] = {}
         for index, row in enumerate(self.rows):
-            if CATALOGUE.group(row.type) is Group.AUDIT:
+            key = None if self._canonical is None else self._canonical[index]
+            event = None if key is None else decoded.get(key)
+            if event is None and row.type in _AUDIT_TYPES:
                 try:
                     self.entries.append((row, decode_entry(row.type, row.payload)))
                 except CatalogueError as bad:
                     self.unreadable_entries.append((row.version, str(bad)))
                 continue
-            key = None if self._canonical is None else self._canonical[index]
-            event = None if key is None else decoded.get(key)
             if event is None:
                 try:
                     event = decode_event(row.type, row.payload)
@@ -315,13 +321,17 @@ class GameLog:
         steps: list[tuple[Command, tuple[Event, ...]]] = []
         firsts: list[int] = []
         stored_groups: list[tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = []
+        players = len(created.players)
+        shaped: set[int] = set()  # the events checked already (rows with equal payloads share one event)
         rest = groups[0][1:]
         for group in [rest, *groups[1:]] if rest else groups[1:]:
             decoded: list[Event] = []
             for row, event in group:
                 if isinstance(event, CatalogueError):
                     raise LogError(f"the {row.type} at {row.version} does not decode: {event}", row.version)
-                _check_shape(event, len(created.players), row.version)
+                if id(event) not in shaped:
+                    _check_shape(event, players, row.version)
+                    shaped.add(id(event))
                 decoded.append(event)
             rows, events = tuple(row for row, _ in group), tuple(decoded)
             steps.append((_command_of(prompted, events, rows[0].version), events))
@@ -330,7 +340,7 @@ class GameLog:
             for event in events:
                 if isinstance(event, Prompted):
                     prompted = event
-                elif isinstance(event, RoundEnded | GameEnded):
+                elif isinstance(event, _PROMPTS_END):
                     prompted = None
         record = record_from_steps(created, steps, reveal_seed=reveal)
         positions = {record.header.line: created_row.version}
