@@ -526,19 +526,13 @@ def _read_action(
     number: int, obj: dict[str, Any], players: tuple[str, ...], with_deck: bool, seeded: bool
 ) -> Action:
     line = _Line(number, players, with_deck, seeded)
-    line.check_keys(obj, _ACTION_LINE_KEYS, "an action line")
     keys = [key for key in obj if key in _ACTION_OF_KEY]
-    if len(keys) > 1 and ActionKind.RESHUFFLE.value in keys:
-        keys.remove(ActionKind.RESHUFFLE.value)  # a reshuffle inside another action: a modifier
-    if len(keys) != 1:
-        found = f"found {', '.join(map(repr, keys))}" if keys else "found none"
-        line.fail(f"an action line needs exactly one action key ({', '.join(_ACTION_KEYS)}); {found}")
+    # Most lines hold one action key and only keys that go with it (then also no unknown key): one
+    # test; any other line is checked key by key, for the message.
+    if len(keys) != 1 or not _LINE_KEYS[_ACTION_OF_KEY[keys[0]]].issuperset(obj):
+        keys = _check_action_keys(line, obj, keys)
     kind = _ACTION_OF_KEY[keys[0]]
-    line_keys = _LINE_KEYS[kind]
-    for key in obj:
-        if key not in line_keys:
-            line.fail(f"key {key!r} does not go on a {kind.value!r} line")
-    value = obj[kind.value]
+    value = obj[keys[0]]
     if "by" in obj:
         by: str | None = line.player(obj["by"], "by")
     elif kind is ActionKind.RESHUFFLE:
@@ -582,6 +576,24 @@ def _read_action(
         reshuffles=_read_reshuffles(line, obj, kind),
         jump_in=jump_in,
     )
+
+
+def _check_action_keys(line: _Line, obj: dict[str, Any], keys: list[str]) -> list[str]:
+    """The action key of a line (``[key]``) whose keys are not simply one action's: a reshuffle with
+    another action is a modifier of it; an unknown key, no or several action keys, or a key that does
+    not go with the action fail the line."""
+    line.check_keys(obj, _ACTION_LINE_KEYS, "an action line")
+    if len(keys) > 1 and ActionKind.RESHUFFLE.value in keys:
+        keys.remove(ActionKind.RESHUFFLE.value)  # a reshuffle inside another action: a modifier
+    if len(keys) != 1:
+        found = f"found {', '.join(map(repr, keys))}" if keys else "found none"
+        line.fail(f"an action line needs exactly one action key ({', '.join(_ACTION_KEYS)}); {found}")
+    kind = _ACTION_OF_KEY[keys[0]]
+    line_keys = _LINE_KEYS[kind]
+    for key in obj:
+        if key not in line_keys:
+            line.fail(f"key {key!r} does not go on a {kind.value!r} line")
+    return keys
 
 
 def _read_reshuffles(line: _Line, obj: dict[str, Any], kind: ActionKind) -> tuple[tuple[Card, ...], ...]:

@@ -558,6 +558,8 @@ class Replay:
         new_hands: set[int] = set()  # players whose hand this line replaced: a window may open anew
         spoke: set[int] = set()  # players who called or were caught on this line
         for event in events:
+            if not isinstance(event, _TRACKED):
+                continue  # most events (prompts, draws) change no window: one test, not four
             if isinstance(event, HandsRotated):
                 # A 0 under house.seven-o: every hand changed, so every window may open anew.
                 for seat in range(len(self.players)):
@@ -590,6 +592,9 @@ class Replay:
             if seat not in exposed and seat not in spoke:
                 self.window_closed[seat] = line
 
+
+#: The events :meth:`Replay.after` keeps its books by.
+_TRACKED = (HandsRotated, CardPlayed, HandsTraded, UnoCalled, UnoCaught)
 
 #: The house rules that refuse a challenge outright: no Wild Draw Four is challenged where any may be
 #: played (``house.wd4-any-time``), and a player who stacked on one has answered it (``house.stacking``).
