@@ -18,9 +18,10 @@
    * **verify, from files**: :func:`service.audit.record.read_record_file` +
      :func:`service.audit.verify.verify_record` of every file (read, parse, replay, judge);
    * **verify, from the store**: :meth:`service.audit.auditor.Auditor.verify` of every game with
-     ``check_projections=False``, one game after another: it reads the stream, the seed and the ledger
-     from PostgreSQL, recomputes the hash chain, reads the log back as a record, replays and judges it,
-     and compares every stored event with the replay's;
+     ``check_projections=False``, one game after another: it reads the stream (each payload parsed
+     once, with the bytes its hash covers: :mod:`service.audit.rows`), the seed and the ledger from
+     PostgreSQL, recomputes the hash chain, reads the log back as a record, replays and judges it, and
+     compares every stored event with the replay's;
    * **baseline (a), fold**: :func:`service.rules.state.fold` of every game's decoded events, in memory;
    * **baseline (b), raw replay of the stored form**: per event ``json.loads`` of its payload text (the
      JSON of :func:`service.catalogue.encode`, prepared beforehand) and
@@ -37,9 +38,11 @@ other cores while the verifier waits for its answers, and those waits count in t
 verifier's own CPU time is given too). The garbage collector is collected before and switched off during
 each timed section (``--gc`` leaves it on).
 
-Targets: verify from files ≥ 100,000 events/s on one core, and ≥ 0.5 × the raw replay, against each of
-baselines (a) and (b). The store path's ratio to (b) is printed against the same 0.5 for information.
-The exit status is 1 when a target is missed.
+Targets (the performance issue's "verification from the store at the speed of files"): verify from the
+store ≥ 100,000 events/s and from files ≥ 150,000 events/s, on one core (wall clock, the median), printed
+beside the issue's baseline (35,000 from the store, 118,000 from files, before the store path read each
+payload once). The ratios to baselines (a) and (b) are printed for information (an earlier target asked
+for ≥ 0.5 × each from files). The exit status is 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -81,7 +84,11 @@ from service.rules.state import fold
 from service.store import EventStore
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-TARGET_RATE = 100_000
+#: The issue's targets, events/s on one core.
+TARGETS = {"store": 100_000, "files": 150_000}
+#: The issue's baseline, events/s (this bench before the store path read each payload once).
+BASELINE = {"store": 35_000, "files": 118_000}
+#: The ratio to the baselines (a) and (b) an earlier target asked of verifying from files (informational).
 TARGET_RATIO = 0.5
 #: Games written to the store at the same time while filling it (each game's commands stay in order).
 FILL_CONCURRENCY = 8
@@ -307,11 +314,7 @@ async def measure(args: argparse.Namespace, url: str, described: dict[str, Any])
         "files_to_raw": round(rate["files"] / rate["raw"], 3),
         "store_to_raw": round(rate["store"] / rate["raw"], 3),
     }
-    targets = {
-        "files_events_per_second": rate["files"] >= TARGET_RATE,
-        "files_to_fold": ratios["files_to_fold"] >= TARGET_RATIO,
-        "files_to_raw": ratios["files_to_raw"] >= TARGET_RATIO,
-    }
+    targets = {path: rate[path] >= TARGETS[path] for path in TARGETS}
     return {
         "machine": {**described, "load_average_end": load_average()},
         "corpus": {
@@ -328,11 +331,10 @@ async def measure(args: argparse.Namespace, url: str, described: dict[str, Any])
         "gc_during_timing": args.gc,
         **figures,
         "ratios": ratios,
+        "baseline": BASELINE,
         "targets": {
-            "events_per_second": TARGET_RATE,
-            "ratio": TARGET_RATIO,
+            "events_per_second": TARGETS,
             **targets,
-            "store_to_raw_informational": ratios["store_to_raw"] >= TARGET_RATIO,
             "met": all(targets.values()),
         },
     }
@@ -392,21 +394,20 @@ def print_table(result: dict[str, Any]) -> None:
             f"{rate / fold_rate:>8.3f}{rate / raw_rate:>8.3f}   {figure['runs']}"
         )
     ratios, targets = result["ratios"], result["targets"]
+    for path in ("store", "files"):
+        figure = result[path]
+        rate, cpu_rate = figure["events_per_second"], round(corpus["events"] / figure["cpu_seconds"])
+        target, baseline = TARGETS[path], BASELINE[path]
+        shortfall = "" if targets[path] else f" (short by {target - rate:,}, {1 - rate / target:.0%})"
+        print(
+            f"target: {LABELS[path]} ≥ {target:,} events/s on one core: {rate:,} — "
+            f"{_verdict(targets[path])}{shortfall}; the issue's baseline {baseline:,} "
+            f"(× {rate / baseline:.2f}); per CPU second of this process {cpu_rate:,}"
+        )
     print(
-        f"target: verify from files ≥ {TARGET_RATE:,} events/s on one core: "
-        f"{result['files']['events_per_second']:,} — {_verdict(targets['files_events_per_second'])}"
-    )
-    print(
-        f"target: verify from files ≥ {TARGET_RATIO} × (a) fold of decoded events: "
-        f"{ratios['files_to_fold']:.3f} — {_verdict(targets['files_to_fold'])}"
-    )
-    print(
-        f"target: verify from files ≥ {TARGET_RATIO} × (b) raw replay of the stored form: "
-        f"{ratios['files_to_raw']:.3f} — {_verdict(targets['files_to_raw'])}"
-    )
-    print(
-        f"(for information) verify from the store / (b) raw replay: {ratios['store_to_raw']:.3f} "
-        f"(≥ {TARGET_RATIO}: {_verdict(targets['store_to_raw_informational'])})"
+        f"(for information) verify from files / (a) fold: {ratios['files_to_fold']:.3f}, / (b) raw replay: "
+        f"{ratios['files_to_raw']:.3f}; verify from the store / (b): {ratios['store_to_raw']:.3f} "
+        f"(an earlier target asked ≥ {TARGET_RATIO} of files)"
     )
 
 
