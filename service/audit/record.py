@@ -560,6 +560,7 @@ def _read_action(
     if "applied" in obj and applied not in _APPLIED[kind]:
         allowed = " or ".join(map(repr, _APPLIED[kind]))
         line.fail(f"'applied' on a {kind.value!r} line must be {allowed}, not {_json_type(applied)}")
+    # The modifiers most lines do not have are read only when there (in this order, for which fails first).
     return Action(
         line=number,
         by=by,
@@ -569,11 +570,11 @@ def _read_action(
         uno=uno,
         target=target,
         applied=applied,
-        cards=line.listed(obj, drawer=by if kind is ActionKind.DRAW else None),
-        fired=_read_fired(line, obj, kind),
-        flip=_read_flip(line, obj),
+        cards=line.listed(obj, drawer=by if kind is ActionKind.DRAW else None) if "cards" in obj else {},
+        fired=_read_fired(line, obj, kind) if "fired" in obj or kind is ActionKind.PRESS else (),
+        flip=_read_flip(line, obj) if "flip" in obj else None,
         pile=line.cards(value, "reshuffle") if kind is ActionKind.RESHUFFLE else None,
-        reshuffles=_read_reshuffles(line, obj, kind),
+        reshuffles=_read_reshuffles(line, obj, kind) if "reshuffle" in obj else (),
         jump_in=jump_in,
     )
 

@@ -307,15 +307,16 @@ class Replay:
         before = self.state
         events = self.judge_and_apply(line, command)
         flips = (action.flip,) if action.flip else None
-        self.check_pile(
-            line,
-            events,
-            action.cards,
-            action.fired,
-            flips,
-            action.reshuffles,
-            own_press=kind is ActionKind.PRESS,
-        )
+        if action.cards or action.fired or flips or action.reshuffles:  # else there is nothing to compare
+            self.check_pile(
+                line,
+                events,
+                action.cards,
+                action.fired,
+                flips,
+                action.reshuffles,
+                own_press=kind is ActionKind.PRESS,
+            )
         if (
             kind is ActionKind.DRAW
             and self.state.awaiting is not Awaiting.DRAWN
