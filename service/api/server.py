@@ -102,7 +102,9 @@ def configure_logging(
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(threshold),
-        logger_factory=structlog.PrintLoggerFactory(sys.stdout),
+        # One write per line (message and newline together): the workers of `serve --workers` share
+        # standard output, and a line written in two parts can be cut by another worker's line.
+        logger_factory=structlog.WriteLoggerFactory(sys.stdout),
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stdout)
