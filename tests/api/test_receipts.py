@@ -200,3 +200,46 @@ async def test_tournament_checkpoints_and_proofs_check_with_the_published_key_al
     )
     outsider = cp.ProveGameRequest(tournament_id="spring", game_id="no-such-game")
     await fails_with(checkpoints.ProveGame(outsider), grpc.StatusCode.NOT_FOUND)
+
+
+BAD_IDS = ["", "x" * 129, "bad\nid", "\u202e"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+async def test_every_checkpoint_rpc_refuses_a_bad_id_naming_the_field(
+    checkpoints: cp_grpc.CheckpointServiceStub, bad: str
+) -> None:
+    calls = [
+        (checkpoints.GetCheckpoint(cp.GetCheckpointRequest(game_id=bad)), "game_id"),
+        (
+            checkpoints.GetTournamentCheckpoint(cp.GetTournamentCheckpointRequest(tournament_id=bad)),
+            "tournament_id",
+        ),
+        (checkpoints.ProveGame(cp.ProveGameRequest(tournament_id=bad, game_id="g")), "tournament_id"),
+        (checkpoints.ProveGame(cp.ProveGameRequest(tournament_id="t", game_id=bad)), "game_id"),
+        (
+            checkpoints.ProveConsistency(cp.ProveConsistencyRequest(tournament_id=bad, old_size=1)),
+            "tournament_id",
+        ),
+        (
+            checkpoints.CheckReceipts(cp.CheckReceiptsRequest(game_id=bad, receipts=["x"]), metadata=ADMIN),
+            "game_id",
+        ),
+    ]
+    for call, field in calls:
+        await fails_with(call, grpc.StatusCode.INVALID_ARGUMENT, field=field)
+
+
+@pytest.mark.parametrize("size", [-1, -(2**63), 2**62])
+async def test_a_tree_size_out_of_range_is_refused_naming_it(
+    stub: pb_grpc.GameServiceStub, checkpoints: cp_grpc.CheckpointServiceStub, size: int
+) -> None:
+    await _finished_game(stub, "winter")
+    prove = cp.ProveGameRequest(tournament_id="winter", game_id="g", size=size)
+    await fails_with(checkpoints.ProveGame(prove), grpc.StatusCode.INVALID_ARGUMENT, field="size")
+    consistency = cp.ProveConsistencyRequest(tournament_id="winter", old_size=1, size=size)
+    await fails_with(
+        checkpoints.ProveConsistency(consistency), grpc.StatusCode.INVALID_ARGUMENT, field="size"
+    )
+    empty = cp.ProveConsistencyRequest(tournament_id="no-games-yet", old_size=1)
+    await fails_with(checkpoints.ProveConsistency(empty), grpc.StatusCode.INVALID_ARGUMENT, field="size")
