@@ -328,8 +328,12 @@ class Replay:
 
     def command(self, action: Action, seat: int) -> Command:
         kind = action.kind
-        flips = (action.flip,) if action.flip else ()
-        supply = self.supply(action.cards, action.fired, flips, action.reshuffles)
+        if action.cards or action.fired or action.flip or action.reshuffles:
+            supply = self.supply(
+                action.cards, action.fired, (action.flip,) if action.flip else (), action.reshuffles
+            )
+        else:
+            supply = NO_SUPPLY  # most lines: a seeded or deck-dealt game needs no table report
         target = self.seat[action.target] if action.target is not None else None
         if kind is ActionKind.PLAY:
             assert action.card is not None
