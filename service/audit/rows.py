@@ -41,10 +41,17 @@ def parse_rows(raw: Iterable[tuple[Any, ...]]) -> StreamRows:
     """Rows of :meth:`~service.store.streams.PostgresStreams.read_stream_text` as :class:`StreamRows`."""
     rows: list[StoredEvent] = []
     canonical: list[bytes] = []
+    # Games repeat their events (the same prompt, the same card drawn again): rows of the same type and
+    # payload text share one parsed payload and its bytes, as the log's rows then share one decoded
+    # event. Nothing that reads a log changes a payload.
+    parsed: dict[tuple[str, str], tuple[Any, bytes]] = {}
     # A command's events share their metadata (its command id): read once, each row its own copy.
     flat: dict[str, dict[str, str]] = {}
     for position, game_id, version, kind, payload_text, metadata_text, recorded_at, xid, prev, digest in raw:
-        payload, encoded = load_canonical(kind, payload_text)
+        found = parsed.get((kind, payload_text))
+        if found is None:
+            found = parsed[kind, payload_text] = load_canonical(kind, payload_text)
+        payload, encoded = found
         known = flat.get(metadata_text)
         metadata = dict(known) if known is not None else _metadata(metadata_text, flat)
         rows.append(
