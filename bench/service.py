@@ -1244,7 +1244,7 @@ def report(results: dict[str, Any]) -> str:
         ),
         ("(c2) at half peak", half),
         ("(c3) bots, 8 games", heavy),
-        *((f"(c) server in the bench process, {n}", f) for n, f in results.get("e2e_in_process", {}).items()),
+        *((f"(c) in the bench process, {n}", f) for n, f in results.get("e2e_in_process", {}).items()),
     ]
     if "latency_full" in results:
         empty, full = results["latency_empty"], results["latency_full"]
