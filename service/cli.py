@@ -31,6 +31,8 @@
   ``DATABASE_URL``) it starts an embedded PostgreSQL, migrates it and logs in as ``uno_audit_service``.
   ``--metrics-listen HOST:PORT`` serves Prometheus metrics over HTTP; ``--tls-cert`` and ``--tls-key``
   make the gRPC port TLS only, ``--tls-client-ca`` mutual TLS.
+  ``--workers N`` runs N server processes on the one port (default: one per core; 1 with
+  ``--metrics-listen``, which refuses more), see :mod:`service.api.workers`.
   Its logs are JSON lines (``--log-format console`` for a person) at ``--log-level`` (default info).
   Every option may come from the environment instead (below).
 * ``uno-audit migrate [--database-url OWNER_DSN | --data-dir DIR] [--service-password-file PATH]``: the

@@ -5,9 +5,10 @@ embedded PostgreSQL when given no database and runs the migrations as the owner;
 that none is pending). A port another server holds is refused, not shared. The projector keeps the read models
 (``projections/``) current beside the service, and their state is the health status of
 ``uno.audit.v1.Projections`` (NOT_SERVING while behind, while a game is quarantined or while the projector is
-failing). SIGTERM or SIGINT stops it gracefully: the health service reports NOT_SERVING, new calls are
-refused, in-flight commands finish (each is one transaction, so nothing is ever half-written), then the store
-closes.
+failing). ``serve(workers=N)`` runs N such servers in processes of their own on the one port instead
+(:mod:`service.api.workers`). SIGTERM or SIGINT stops it gracefully: the health service reports
+NOT_SERVING, new calls are refused, in-flight commands finish (each is one transaction, so nothing is ever
+half-written), then the store closes.
 """
 
 from __future__ import annotations
