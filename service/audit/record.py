@@ -315,21 +315,23 @@ def _no_constant(name: str) -> NoReturn:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-#: The decoder's C scanner (typeshed does not list it) and the whitespace it allows around a document.
+#: The decoder's C scanner (typeshed does not list it), and the whitespace JSON allows around a document.
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
-_SPACE = re.compile(r"[ \t\n\r]*").match
+_SPACE = " \t\n\r"
 
 
 def _decode(line: str) -> Any:
     """``_DECODER.decode(line)``, without the two Python frames it spends around the C scanner on every
     line (the same value, the same errors)."""
     try:
-        value, end = _SCAN(line, _SPACE(line, 0).end())
+        value, end = _SCAN(line, len(line) - len(line.lstrip(_SPACE)))
     except StopIteration as stop:
         raise json.JSONDecodeError("Expecting value", line, stop.value) from None
-    end = _SPACE(line, end).end()
     if end != len(line):
-        raise json.JSONDecodeError("Extra data", line, end)
+        after = line[end:]
+        end += len(after) - len(after.lstrip(_SPACE))
+        if end != len(line):
+            raise json.JSONDecodeError("Extra data", line, end)
     return value
 
 
