@@ -275,6 +275,8 @@ _ACTION_LINE_KEYS = frozenset(("by", *_ACTION_KEYS, *(key for keys in _MODIFIERS
 _ACTION_OF_KEY = {kind.value: kind for kind in ActionKind}
 #: The keys a line of each action may hold (``by``, its action key, its modifiers).
 _LINE_KEYS = {kind: frozenset(("by", kind.value, *_MODIFIERS[kind])) for kind in ActionKind}
+#: The same, by the action's key (a string hashes in C; an enum member's hash is a Python call).
+_LINE_KEYS_OF_KEY = {kind.value: keys for kind, keys in _LINE_KEYS.items()}
 #: The ``applied`` values each action allows.
 _APPLIED = {ActionKind.CATCH: ("penalty", "none"), ActionKind.CHALLENGE: ("upheld", "failed")}
 #: Action keys whose only allowed value is ``true``.
@@ -547,7 +549,7 @@ def _read_action(
     keys = [key for key in obj if key in _ACTION_OF_KEY]
     # Most lines hold one action key and only keys that go with it (then also no unknown key): one
     # test; any other line is checked key by key, for the message.
-    if len(keys) != 1 or not _LINE_KEYS[_ACTION_OF_KEY[keys[0]]].issuperset(obj):
+    if len(keys) != 1 or not _LINE_KEYS_OF_KEY[keys[0]].issuperset(obj):
         keys = _check_action_keys(line, obj, keys)
     kind = _ACTION_OF_KEY[keys[0]]
     value = obj[keys[0]]
