@@ -48,16 +48,18 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _port_is_free(port: int) -> bool:
-    """Whether a plain socket (no SO_REUSEPORT) can listen on the port: nothing listens there."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-            probe.listen(1)
-        except OSError:
-            return False
-        return True
+def _listening(port: int) -> bool:
+    """Whether any socket listens on ``port``, as the kernel lists them (``/proc/net/tcp``, ``tcp6``:
+    state 0A). Not a bind attempt: after the server is gone the kernel may hand the same port to an
+    outgoing connection (it is in the ephemeral range), which a bind would take for a listener."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table, encoding="ascii") as rows:
+            next(rows)
+            for row in rows:
+                local, state = row.split()[1], row.split()[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                    return True
+    return False
 
 
 def _alive(pid: int) -> bool:
@@ -220,7 +222,7 @@ async def test_workers_do_not_outlive_a_parent_killed_with_sigkill(
         while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         assert not any(_alive(pid) for pid in workers), "a worker outlived its parent's SIGKILL"
-        assert _port_is_free(port), "something still listens on the killed server's port"
+        assert not _listening(port), "something still listens on the killed server's port"
 
         again = Serve(tmp_path, "again", *args)  # what a supervisor (or tests/chaos) does next
         try:
