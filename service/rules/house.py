@@ -40,6 +40,13 @@ Impose = Callable[[Act, int, int, Rule], None]
 
 # --- house.stacking --------------------------------------------------------------------------------------
 
+#: The rule of each draw card whose penalty can wait, for a penalty of one card.
+PENALTY_RULES = {
+    Face.DRAW_TWO: Rule.ACTION_DRAW_TWO,
+    Face.HIT_TWO: Rule.ATTACK_HIT_TWO,
+    Face.WILD_HIT_FOUR: Rule.ATTACK_WILD_HIT_FOUR,
+}
+
 
 def _total(state: State) -> str:
     """The pending penalty in words: cards, or launcher presses in UNO Attack."""
@@ -119,14 +126,6 @@ def resolve_stack_accept(act: Act, command: Accept, impose: Impose) -> None:
     act.emit(StackAccepted(victim, total))
     impose(act, victim, total, cause)
     act.prompt(act.state.next_seat(victim))
-
-
-#: The rule of each draw card whose penalty can wait, for a penalty of one card.
-PENALTY_RULES = {
-    Face.DRAW_TWO: Rule.ACTION_DRAW_TWO,
-    Face.HIT_TWO: Rule.ATTACK_HIT_TWO,
-    Face.WILD_HIT_FOUR: Rule.ATTACK_WILD_HIT_FOUR,
-}
 
 
 def check_stacked_challenge(state: State, command: Challenge) -> Violation | None:
