@@ -229,6 +229,42 @@ async def test_two_projectors_at_once_stay_exact(store: EventStore, database_url
     assert await dump(database_url) == expected_views(games)
 
 
+@pytest.mark.parametrize("interval", [0.0, 0.3])
+async def test_following_live_gathers_what_arrives_within_an_interval_into_one_batch(
+    store: EventStore, database_url: str, interval: float
+) -> None:
+    """One game's commands, one append every 5 ms: with an interval each batch takes what arrived in it
+    (a few batches a second), without one a batch follows nearly every append; either way nothing is
+    missed."""
+    await apply_migrations(database_url)
+    stop = asyncio.Event()
+    staged: dict[str, int] = {"read": 0, "locked": 0}
+
+    async def hook(stage: str) -> None:
+        if stage in staged:
+            staged[stage] += 1
+
+    projector = await _projector(database_url, hook=hook)
+    loop = asyncio.get_running_loop()
+    running = asyncio.create_task(projector.run(stop, poll_interval=5.0, batch_interval=interval))
+    try:
+        started = loop.time()
+        game = simulate(Variant.CLASSIC, 3, 7)
+        stored = await store_game(store, "paced", game, pause=0.005)
+        took = loop.time() - started
+        await _settle(database_url, [stored])
+    finally:
+        stop.set()
+        await asyncio.wait_for(running, 30)
+        await projector.close()
+    appends = len(game.steps) + 1
+    if interval:  # "locked": every batch, the ones that found nothing new included
+        assert staged["locked"] <= took / interval + 3, (staged, took)
+    else:
+        assert staged["read"] > appends / 4, (staged, appends)  # the interval is what gathers them
+    assert await dump(database_url) == expected_views([stored])
+
+
 async def test_lag_counts_the_events_behind_and_their_time(store: EventStore, database_url: str) -> None:
     games = await store_games(store, GAME_SPECS[:2])
     total = sum(len(s.game.events) for s in games)
