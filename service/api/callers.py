@@ -48,10 +48,15 @@ class Callers:
             seat = await self.store.seat_for_token(game_id, key[1])
             if seat is None:
                 raise Unauthenticated("the token is not a seat token of this game")
-            self._seats[key] = seat
-            if len(self._seats) > SEAT_CACHE:
-                self._seats.popitem(last=False)
+            self.remember(game_id, key[1], seat)
         return Caller(seat=seat)
+
+    def remember(self, game_id: str, hashed_token: bytes, seat: int) -> None:
+        """Keep a seat token's seat (by the token's hash): a game's creator knows its tokens, so their
+        first commands need no lookup in the store. A seat's token never changes."""
+        self._seats[(game_id, hashed_token)] = seat
+        if len(self._seats) > SEAT_CACHE:
+            self._seats.popitem(last=False)
 
     def admin(self, context: Context) -> None:
         """Refuse anyone but the admin (the adjudicator)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import sys
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+import orjson
 import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
@@ -98,7 +100,7 @@ def configure_logging(
     renderer: structlog.types.Processor = (
         structlog.dev.ConsoleRenderer(colors=sys.stdout.isatty())
         if console
-        else structlog.processors.JSONRenderer()
+        else structlog.processors.JSONRenderer(serializer=json_line)
     )
     structlog.configure(
         processors=[*shared, renderer],
@@ -118,6 +120,16 @@ def configure_logging(
     )
     root.handlers = [handler]
     root.setLevel(threshold)
+
+
+def json_line(value: Any, **options: Any) -> str:
+    """A log line's JSON, by orjson (a tenth of the CPU of a command went to ``json.dumps`` of its log
+    line); what orjson refuses (an integer beyond 64 bits, a key that is not a string) by the standard
+    library. Log lines are read, never hashed, so their bytes need not be canonical."""
+    try:
+        return orjson.dumps(value, default=options.get("default")).decode()
+    except TypeError:
+        return json.dumps(value, **options)
 
 
 class _WorkerField:

@@ -42,7 +42,7 @@ from service.rules.violations import Rule
 from service.store import Cursor, EventStore
 
 from . import errors
-from .auth import Caller
+from .auth import Caller, token_hash
 from .callers import Callers
 from .handler import CommandHandler, Outcome
 from .notify import Notifier, stream_owner
@@ -340,6 +340,8 @@ class GameService(pb_grpc.GameServiceServicer):
             metrics.command("CreateGame", "rejected", error.reason)
             raise
         outcome = created.outcome
+        for seat, token in enumerate(created.tokens):
+            self.callers.remember(created.game_id, token_hash(token), seat)
         log.info(
             "command",
             command="CreateGame",

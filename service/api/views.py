@@ -22,6 +22,7 @@ view shows the hand it now holds, as folded by the rules, and nothing of anyone 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
@@ -147,15 +148,25 @@ def event_message(event: StoredEvent, caller: Caller, players: int) -> pb.Event:
     """The wire form of a stored event, redacted for ``caller``."""
     payload = struct_pb2.Struct()
     payload.update(redact(event.type, event.payload, caller, players))
-    recorded = timestamp_pb2.Timestamp()
-    recorded.FromDatetime(event.recorded_at)
     return pb.Event(
         position=event.position,
         version=event.version,
         type=event.type,
         payload=payload,
-        recorded_at=recorded,
+        recorded_at=timestamp(event.recorded_at),
         xid=event.xid,
+    )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def timestamp(moment: datetime) -> timestamp_pb2.Timestamp:
+    """``moment`` (aware) as a protobuf Timestamp: what ``Timestamp.FromDatetime`` gives, in a third of
+    its time (it is paid for every event of every reply)."""
+    since = moment - _EPOCH
+    return timestamp_pb2.Timestamp(
+        seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1000
     )
 
 
@@ -178,7 +189,9 @@ def game_view(
     ):
         drawn = state.drawn.token
     house_rules = struct_pb2.Struct()
-    house_rules.update(state.options.house_rules())
+    on = state.options.house_rules()
+    if on:
+        house_rules.update(on)
     return pb.GameView(
         game_id=game_id,
         variant=VARIANTS[state.variant],

@@ -73,6 +73,7 @@ from .note import (
     UnverifiedNoteError,
     open_note,
     parse_note,
+    sign_checked,
     sign_text,
 )
 from .tournament import (
@@ -122,6 +123,7 @@ __all__ = [
     "open_note",
     "parse_note",
     "prove_game",
+    "sign_checked",
     "sign_text",
     "signer_from_environment",
     "tournament_checkpoint",

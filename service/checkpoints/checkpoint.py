@@ -39,6 +39,7 @@ from .note import (
     known_keys,
     open_note,
     parse_note,
+    sign_checked,
 )
 
 _SIZE = re.compile(r"0|[1-9][0-9]{0,18}")
@@ -112,7 +113,7 @@ class Checkpoint:
 
     def sign(self, signer: Signer) -> str:
         """The signed note of this checkpoint by ``signer``: what the service hands out."""
-        return Note(self.body()).sign(signer).format()
+        return sign_checked(Note(self.body()), signer)
 
 
 def game_origin(service: str, game_id: str) -> str:

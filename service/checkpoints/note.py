@@ -136,6 +136,19 @@ class Note:
         return Note(self.text, (*kept, *new))
 
 
+def sign_checked(note: Note, signer: Signer) -> str:
+    """``note.sign(signer).format()`` for a note with no signature yet: the text, a blank line and the
+    one signature line, without building and checking the note a second and third time (every reply's
+    receipt is signed this way). Still :class:`NoteError` if the signature makes the note too long."""
+    if note.signatures:
+        return note.sign(signer).format()
+    line = Signature(signer.name, signer.key_id, signer.sign(note.text.encode())).line()
+    signed = f"{note.text}\n{line}"
+    if len(signed.encode()) > MAX_NOTE_BYTES:
+        raise NoteError(f"a signed note is at most {MAX_NOTE_BYTES} bytes")
+    return signed
+
+
 def _check_text(text: str) -> None:
     if not text.endswith("\n"):
         raise NoteError("a note's text ends with a newline")

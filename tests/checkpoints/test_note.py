@@ -23,6 +23,7 @@ from service.checkpoints import (
     Verifier,
     open_note,
     parse_note,
+    sign_checked,
     sign_text,
 )
 
@@ -265,3 +266,26 @@ def test_any_note_round_trips_byte_for_byte(
     text = note.format()
     assert parse_note(text) == note
     assert parse_note(text.encode()).format().encode() == text.encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(text_lines, min_size=1, max_size=8), name=key_names, earlier=st.booleans())
+def test_signing_a_checked_note_gives_what_signing_the_note_gives(
+    lines: list[str], name: str, earlier: bool
+) -> None:
+    text = "".join(f"{line}\n" for line in lines)
+    signer = Signer.generate(name)
+    note = Note(text, (Signature("witness", 7, b"earlier"),) if earlier else ())
+    assert sign_checked(note, signer) == note.sign(signer).format()
+
+
+def test_a_checked_note_the_signature_makes_too_long_is_refused() -> None:
+    signer = Signer.parse(GO_SIGNER)
+    room = MAX_NOTE_BYTES - 1 - len(GO_PETER_SIG.encode())  # the text, the blank line, the signature
+    fits = ("y" * 999 + "\n") * (room // 1000) + "z" * (room % 1000 - 1) + "\n"
+    assert len(fits.encode()) == room
+    assert len(sign_checked(Note(fits), signer).encode()) == MAX_NOTE_BYTES
+    with pytest.raises(NoteError):
+        sign_checked(Note("y" + fits), signer)
+    with pytest.raises(NoteError):
+        Note("y" + fits).sign(signer)
