@@ -140,8 +140,10 @@ WORKERS = (1, 2)  # serve --workers, for (c)
 STORE_TASKS = (1, 8)
 TEMPLATE_GAMES = 16
 
-E2E_VS_PGBENCH = 0.5  # end to end ≥ this × pgbench TPS at the same concurrency
-P99_AT_HALF_PEAK_MS = 10.0
+#: End to end ≥ this × pgbench's best one-transaction TPS, by games in flight (none for 1 game).
+E2E_VS_PGBENCH = {"8": 0.5, "64": 1.0}
+P99_AT_HALF_PEAK_MS = 5.0
+SERVER_CPU_MS = 0.4  # the server's CPU per command at the peak load
 FULL_VS_EMPTY = 1.2  # latency with the filled store ≤ this × empty store
 # The issue's figures (bots as the client, one server process), printed beside today's.
 BASELINE_E2E = {"1": 495, "8": 1_029, "64": 1_174}
@@ -845,25 +847,34 @@ def _children_of(pid: int) -> list[int]:
 async def served(url: str, workers: int = 1) -> AsyncIterator[Served]:
     """``uno-audit serve --workers N`` in a subprocess on a free port, with an admin token (the replayed
     games are dealt from fixed decks); SIGTERM at the end."""
+    token = secrets.token_hex(24)
+    service_url = make_conninfo(url, user=SERVICE_LOGIN)  # serve refuses the owner's login
+    command = [sys.executable, "-m", "service.cli", "serve", "--database-url", service_url]
+    async with _subprocess_server(command, workers, {"UNO_AUDIT_ADMIN_TOKEN": token}) as (address, pids):
+        yield Served(address, pids, token)
+
+
+@contextlib.asynccontextmanager
+async def floor_served(workers: int) -> AsyncIterator[Served]:
+    """``bench/grpc_floor.py``: a GameService that does nothing, with N processes on one port."""
+    command = [sys.executable, "-m", "bench.grpc_floor"]
+    async with _subprocess_server(command, workers, {}) as (address, pids):
+        yield Served(address, pids, "")
+
+
+@contextlib.asynccontextmanager
+async def _subprocess_server(
+    command: list[str], workers: int, env: dict[str, str]
+) -> AsyncIterator[tuple[str, list[int]]]:
+    """``command --listen ADDRESS --workers N`` on a free port until it serves: its address and its
+    processes (the parent first); SIGTERM at the end."""
     port = free_port()
     address = f"127.0.0.1:{port}"
-    token = secrets.token_hex(24)
     errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the server has stopped
-    service_url = make_conninfo(url, user=SERVICE_LOGIN)  # serve refuses the owner's login
-    command = [
-        sys.executable,
-        "-m",
-        "service.cli",
-        "serve",
-        "--listen",
-        address,
-        "--database-url",
-        service_url,
-    ]
     process = subprocess.Popen(
-        [*command, "--workers", str(workers)],
+        [*command, "--listen", address, "--workers", str(workers)],
         cwd=ROOT,
-        env={**os.environ, "UNO_AUDIT_ADMIN_TOKEN": token},
+        env={**os.environ, **env},
         stdout=subprocess.DEVNULL,  # one JSON log line per command, as in production, to nowhere
         stderr=errors,
         start_new_session=True,
@@ -871,7 +882,7 @@ async def served(url: str, workers: int = 1) -> AsyncIterator[Served]:
     _children.append(process)
     try:
         await _wait_serving(address, process, errors, workers)
-        yield Served(address, [process.pid, *_children_of(process.pid)], token)
+        yield address, [process.pid, *_children_of(process.pid)]
     finally:
         await asyncio.to_thread(_end, process)
         errors.close()
@@ -885,7 +896,7 @@ async def _wait_serving(
     while time.monotonic() < deadline:
         if process.poll() is not None:
             errors.seek(0)
-            raise RuntimeError(f"uno-audit serve exited:\n{errors.read().decode(errors='replace')}")
+            raise RuntimeError(f"the server exited:\n{errors.read().decode(errors='replace')}")
         if workers == 1 or len(_children_of(process.pid)) >= workers:
             statuses = []
             for _ in range(4 * workers):
@@ -901,7 +912,7 @@ async def _wait_serving(
             if len(serving) == 4 * workers:
                 return
         await asyncio.sleep(0.1)
-    raise RuntimeError(f"uno-audit serve did not serve on {address} within 60 s")
+    raise RuntimeError(f"the server did not serve on {address} within 60 s")
 
 
 @contextlib.asynccontextmanager
@@ -1115,6 +1126,14 @@ async def run_all(
                     server.address, count, seconds, plays, server.admin_token, server=server.pids
                 )
                 results["e2e"][str(workers)][str(count)] = figure.to_json()
+    results["floor"] = {}
+    for workers in WORKERS:
+        results["floor"][str(workers)] = {}
+        async with floor_served(workers) as server:
+            for count in CONCURRENCIES:
+                _say(f"(e) the gRPC floor (bench/grpc_floor.py), {workers} process(es), {count} game(s) ...")
+                figure = await replay(server.address, count, seconds, plays, "", server=server.pids)
+                results["floor"][str(workers)][str(count)] = figure.to_json()
     peak_workers, peak_games = max(
         ((w, c) for w in WORKERS for c in CONCURRENCIES),
         key=lambda wc: results["e2e"][str(wc[0])][str(wc[1])]["per_second"],
@@ -1213,15 +1232,15 @@ def report(results: dict[str, Any]) -> str:
         )
     for workers, loads in results["e2e"].items():
         for count, figure in loads.items():
-            base = pg[count]["tps"] if count in pg else best_pg
-            against = f"pgbench {count}" if count in pg else "best pgbench"
-            ratio = figure["per_second"] / base
+            ratio = figure["per_second"] / best_pg
+            target = E2E_VS_PGBENCH.get(count)
+            verdict = f"; target ≥ {target} × → {_verdict(ratio >= target)}" if target is not None else ""
             rejected = f", {figure['rejected']} REJECTED" if figure.get("rejected") else ""
             row(
                 f"(c) serve --workers {workers}, {count} game(s), replayed",
                 figure,
-                f"{ratio:.2f} × {against} {base:,.0f}; target ≥ {E2E_VS_PGBENCH} × → "
-                f"{_verdict(ratio >= E2E_VS_PGBENCH)}; baseline {BASELINE_E2E[count]:,} (bots){rejected}",
+                f"{ratio:.2f} × best pgbench {best_pg:,.0f}{verdict}; baseline {BASELINE_E2E[count]:,} "
+                f"(bots){rejected}",
             )
     half = results["half_peak"]
     row(
@@ -1232,6 +1251,13 @@ def report(results: dict[str, Any]) -> str:
     )
     heavy = results["bots_8"]
     row(f"(c3) bots as the client, 8 games, {heavy['workers']} w", heavy, "for comparison: a heavy client")
+    for workers, loads in results.get("floor", {}).items():
+        for count, figure in loads.items():
+            row(
+                f"(e) gRPC floor, {workers} process(es), {count} game(s)",
+                figure,
+                "a GameService doing nothing (bench/grpc_floor.py), the same client",
+            )
     for count, figure in results.get("e2e_in_process", {}).items():
         row(f"    replayed, server in the bench process, {count}", figure, "for comparison (shares the loop)")
     measured = [
@@ -1244,6 +1270,11 @@ def report(results: dict[str, Any]) -> str:
         ),
         ("(c2) at half peak", half),
         ("(c3) bots, 8 games", heavy),
+        *(
+            (f"(e) floor, {w} process(es), {n} game(s)", f)
+            for w, loads in results.get("floor", {}).items()
+            for n, f in loads.items()
+        ),
         *((f"(c) in the bench process, {n}", f) for n, f in results.get("e2e_in_process", {}).items()),
     ]
     if "latency_full" in results:
@@ -1285,7 +1316,18 @@ def report(results: dict[str, Any]) -> str:
             )
             other = figure.get("other_calls_per_command")
             calls = f"  [+{other:.2f} CreateGame/GetGame per command]" if other is not None else ""
-            lines.append(f"  {name:<34}{used}{calls}")
+            lines.append(f"  {name:<40}{used}{calls}")
+    peak = results["e2e"][str(half["workers"])][str(half["games"])]
+    server_ms = peak["cpu_ms_per_op"].get("server")
+    if server_ms is not None:
+        floor_ms = results.get("floor", {}).get(str(half["workers"]), {}).get(str(half["games"]), {})
+        floor = floor_ms.get("cpu_ms_per_op", {}).get("server")
+        beside = f"; the gRPC floor at the same load {floor:.3f} ms" if floor is not None else ""
+        lines.append(
+            f"server CPU per command at the peak ({half['workers']} w, {half['games']} games): "
+            f"{server_ms:.3f} ms; target ≤ {SERVER_CPU_MS} ms → {_verdict(server_ms <= SERVER_CPU_MS)}; "
+            f"baseline {BASELINE_SERVER_CPU_MS}{beside}"
+        )
     return "\n".join(lines)
 
 
