@@ -11,6 +11,22 @@ played, never challenge a Wild Draw Four that may be played at any time, and now
 turn with a card identical to the top card (while the view says a jump-in is open, a seat other than the
 one who played it looks at its own hand; one table's bots act one at a time, so what they saw still holds).
 
+How the bots know a seat's hand without GetGame: a command's reply carries the view of the seat that
+sent it (its hand, and what everyone sees) and the command's events as that seat may see them. The table
+keeps the latest view any seat was given — the top card, the turn, the counts, as everyone sees them —
+and the hands it knows, by seat: each seat's own view shows its hand, and the events of every reply since
+say how it changed (:func:`fold_hands`): a card played leaves its player's hand, and the face-up cards
+discarded with it; a trade swaps two hands, a rotation passes every hand on; cards drawn or taken join
+a hand when the reply shows them (the sender's own), and otherwise, being hidden, the hand is forgotten,
+as every hand is for a deal or an event type the bots do not know. A seat about to act — its turn, or a
+look for a jump-in — decides on the latest view with its own hand put in; it reads its view with GetGame
+(:meth:`BotTable.view_of`, the bots' only read, counted in ``view_reads``) only when its hand is not
+known, its count disagrees with the table's, or a drawn card waits for it: in practice once a round for
+every seat but seat 0 (which deals it), and after another seat's command made it take hidden cards (a
+Draw Two, a catch). Every view a seat is given checks what was folded: a hand that differs from it, or
+a reply whose events do not follow on from the last version seen (a duplicate, another client at the
+table), forgets every hand but that seat's.
+
 Every call goes through one :class:`RetryPolicy`: a server that restarts or loses its database answers
 UNAVAILABLE for a while, and the bots wait it out, resending the very same request — the same command id —
 so a command the server applied before its reply was lost is answered as a duplicate, never applied twice.
@@ -22,17 +38,20 @@ import asyncio
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_before_delay
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.catalogue import type_name
+from service.rules import events as ev
 from service.rules.cards import Card, Colour, Face
 from service.rules.legality import cards_left, identical, names_target, playable_cards, stacks_on
 from service.rules.options import Options, Variant, make_options
@@ -49,6 +68,101 @@ PLAY_DRAWN = 0.8
 #: How often, while a jump-in is open, one seat that may make it looks at its hand for the top card's
 #: twin and, holding it, jumps in (house rule jump_in).
 JUMP_IN = 0.5
+
+#: The event types that change nobody's hand (the cards a penalty, a catch or a challenge costs follow as
+#: events of their own).
+HANDS_KEPT: frozenset[str] = frozenset(
+    type_name(kind)
+    for kind in (
+        ev.GameCreated,
+        ev.DealerDrawn,
+        ev.CardFlipped,
+        ev.FlipReturned,
+        ev.PileReshuffled,
+        ev.Passed,
+        ev.ColourChosen,
+        ev.JumpedIn,
+        ev.StackAccepted,
+        ev.UnoCalled,
+        ev.UnoCaught,
+        ev.Wd4Accepted,
+        ev.Wd4Challenged,
+        ev.Prompted,
+        ev.RoundEnded,
+        ev.GameEnded,
+    )
+)
+CARD_PLAYED = type_name(ev.CardPlayed)
+CARD_DRAWN = type_name(ev.CardDrawn)
+#: The event types that put cards into the hand of their ``player``, listed in ``cards``.
+CARDS_GIVEN = frozenset({type_name(ev.CardsTaken), type_name(ev.LauncherPressed)})
+HANDS_TRADED = type_name(ev.HandsTraded)
+HANDS_ROTATED = type_name(ev.HandsRotated)
+DIRECTION_REVERSED = type_name(ev.DirectionReversed)
+
+
+def _seat(payload: Mapping[str, Any], name: str) -> int | None:
+    value = payload.get(name)
+    return int(value) if isinstance(value, float | int) and not isinstance(value, bool) else None
+
+
+def _take_out(hand: list[str], cards: list[Any]) -> bool:
+    """Take one copy of each of ``cards`` out of ``hand`` (False if one is not there)."""
+    for card in cards:
+        if card not in hand:
+            return False
+        hand.remove(card)
+    return True
+
+
+def fold_hands(hands: dict[int, list[str]], events: Iterable[pb.Event], direction: int, players: int) -> None:
+    """Follow on ``hands`` (card tokens by seat, as the server orders them) the ``events`` of a reply,
+    as its seat was shown them, from a table going round in ``direction``: the cards played leave their
+    player's hand, the cards drawn or taken join it, trades and rotations move hands between seats. A hand
+    that takes cards the events hide is forgotten, and so is every hand for a deal or an event type not
+    known here."""
+    for event in events:
+        kind = event.type
+        if kind in HANDS_KEPT:
+            continue
+        if kind == DIRECTION_REVERSED:
+            direction = -direction
+            continue
+        payload = json_format.MessageToDict(event.payload)
+        seat = _seat(payload, "player")
+        if seat is None:
+            hands.clear()
+        elif kind == CARD_PLAYED:
+            hand = hands.get(seat)
+            played = [payload.get("card"), *(payload.get("discarded") or [])]
+            if hand is not None and not _take_out(hand, played):
+                del hands[seat]  # not the hand the bots thought: forget it
+        elif kind == CARD_DRAWN or kind in CARDS_GIVEN:
+            cards = [payload.get("card")] if kind == CARD_DRAWN else payload.get("cards")
+            if not isinstance(cards, list) or not all(isinstance(card, str) for card in cards):
+                hands.pop(seat, None)  # cards we may not see (or a payload we cannot read)
+            elif seat in hands:
+                hands[seat].extend(cards)
+        elif kind == HANDS_TRADED:
+            other = _seat(payload, "other")
+            if other is None:
+                hands.clear()
+                continue
+            mine, theirs = hands.pop(seat, None), hands.pop(other, None)
+            if theirs is not None:
+                hands[seat] = theirs
+            if mine is not None:
+                hands[other] = mine
+        elif kind == HANDS_ROTATED:  # each seat takes the hand of the seat before it
+            before = dict(hands)
+            hands.clear()
+            for taker in range(players):
+                passed = before.get((taker - direction) % players)
+                if passed is not None:
+                    hands[taker] = passed
+        else:  # a deal, or an event the bots do not know
+            hands.clear()
+
 
 Reply = TypeVar("Reply")
 Metadata = tuple[tuple[str, str], ...]
@@ -134,6 +248,8 @@ class LoadSummary:
     duplicates: int = 0
     #: Games created whose reply was lost: their seat tokens are shown once, so nobody can play them.
     abandoned: int = 0
+    #: GetGame calls: views the bots read rather than followed from the replies.
+    view_reads: int = 0
     seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
 
@@ -152,6 +268,7 @@ class LoadSummary:
             "retries": self.retries,
             "duplicates": self.duplicates,
             "abandoned": self.abandoned,
+            "view_reads": self.view_reads,
             "seconds": round(self.seconds, 3),
             "commands_per_second": round(self.commands / self.seconds, 1) if self.seconds else 0.0,
             "p50_ms": round(self.percentile(50), 3),
@@ -204,6 +321,11 @@ class BotTable:
         self.options: Options = make_options(Variant.CLASSIC)
         self.version = 0
         self.retries = 0  # this table's: its calls run one at a time, so a call sees its own retries here
+        #: The latest view any seat was given: the table as everyone sees it (its hand is its seat's).
+        self.latest = pb.GameView()
+        #: The hands the bots know, by seat: each seat's own view shows its hand, and the events of every
+        #: reply since say how it changed, unless they hide the cards it took.
+        self.hands: dict[int, list[str]] = {}
 
     async def call(
         self, rpc: Callable[..., Awaitable[Reply]], request: object, metadata: Metadata = ()
@@ -273,6 +395,7 @@ class BotTable:
         if reply.duplicate:
             self.summary.duplicates += 1
         self.version = reply.version
+        self.follow(reply.view, reply.events)
         if self.keep is not None:
             self.keep(Receipt(self.game_id, seat, reply.version, reply.receipt))
         return reply
@@ -281,8 +404,56 @@ class BotTable:
         return pb.CommandHeader(game_id=self.game_id, command_id=str(uuid.uuid4()))
 
     async def view_of(self, seat: int) -> pb.GameView:
+        """``seat``'s view read with GetGame (the bots' only read)."""
         request = pb.GetGameRequest(game_id=self.game_id)
         view: pb.GameView = await self.call(self.stub.GetGame, request, _auth(self.tokens[seat]))
+        self.summary.view_reads += 1
+        self.follow(view, None)
+        return view
+
+    def follow(self, view: pb.GameView, events: Sequence[pb.Event] | None) -> None:
+        """Take in a view a seat was given: a command's reply, with its ``events``, or a GetGame view
+        (``None``: what led to it is unknown). The hands known follow the events (:func:`fold_hands`);
+        every hand is forgotten when the view does not follow on from the latest one by exactly these
+        events, or when a hand the events gave differs from what the seat's view shows."""
+        latest = self.latest
+        if view.version < latest.version:  # an older view (the table's calls run one at a time: never)
+            return
+        if events is None:
+            if view.version != latest.version:
+                self.hands.clear()
+        elif [e.version for e in events] != list(range(latest.version + 1, view.version + 1)):
+            self.hands.clear()
+        else:
+            fold_hands(self.hands, events, latest.direction, len(view.players))
+        self.latest = view
+        if view.viewer_seat >= 0 and len(view.hands) == 1 and view.hands[0].seat == view.viewer_seat:
+            seat, mine = view.viewer_seat, list(view.hands[0].cards)
+            if self.hands.get(seat, mine) != mine:
+                self.hands.clear()
+            self.hands[seat] = mine
+
+    async def view_for(self, seat: int) -> pb.GameView:
+        """The view ``seat`` decides on: the latest view when it is that seat's; else the latest view with
+        the seat's hand as the bots know it, when they do (its count agrees with the table's) and no drawn
+        card waits for it; else its view read with GetGame."""
+        latest = self.latest
+        if latest.viewer_seat == seat:
+            return latest
+        hand = self.hands.get(seat)
+        if (
+            hand is None
+            or seat >= len(latest.hand_sizes)
+            or len(hand) != latest.hand_sizes[seat]
+            or (latest.awaiting == "drawn" and latest.turn == seat)
+        ):
+            return await self.view_of(seat)
+        view = pb.GameView()
+        view.CopyFrom(latest)
+        view.viewer_seat = seat
+        del view.hands[:]
+        view.hands.add(seat=seat, cards=hand)
+        view.drawn = ""
         return view
 
     async def play(
@@ -290,27 +461,27 @@ class BotTable:
     ) -> None:
         view = await self.create(variant, players, target_score, tournament_id)
         self.options = make_options(variant, self.requested)  # a subclass's create may not set them
-        while view.awaiting != "game-over":
+        self.latest, self.hands = view, {}
+        while self.latest.awaiting != "game-over":
+            view = self.latest
             if view.awaiting == "round-start":
                 reply = await self.send("StartRound", 0, pb.StartRoundRequest(header=self.header()))
                 self.summary.rounds += 1
-                view = reply.view if reply is not None else await self.view_of(0)
+                if reply is None:
+                    await self.view_of(0)
                 continue
-            fresh = True
+            caught = False
             for exposed in view.exposed_seats:
                 if self.rng.random() < CATCH:
                     catcher = self.rng.choice([s for s in range(players) if s != exposed])
                     await self.send("Catch", catcher, pb.CatchRequest(header=self.header(), target=exposed))
-                    fresh = False
-            if fresh and view.jumpable and self.rng.random() < JUMP_IN:
-                jumped = await self.jump_in(view, variant, players)
-                if jumped is not None:
-                    view = jumped
-                    continue
-            seat = view.turn
-            seat_view = view if fresh and view.viewer_seat == seat else await self.view_of(seat)
-            after = await self.act(seat_view, seat, variant, players)
-            view = after if after is not None else await self.view_of(seat)
+                    caught = True
+            jumping = not caught and view.jumpable and self.rng.random() < JUMP_IN
+            if jumping and await self.jump_in(view, variant, players) is not None:
+                continue
+            seat = self.latest.turn
+            if await self.act(await self.view_for(seat), seat, variant, players) is None:
+                await self.view_of(seat)  # refused: what the seat sees now
 
     async def jump_in(self, view: pb.GameView, variant: Variant, players: int) -> pb.GameView | None:
         """One seat that may jump in on the top card (not on turn, not its player) looks at its own hand
@@ -319,7 +490,7 @@ class BotTable:
         if not seats:
             return None
         seat = self.rng.choice(seats)
-        mine = await self.view_of(seat)
+        mine = await self.view_for(seat)
         if not mine.jumpable or not mine.hands:
             return None
         top = Card.parse(mine.top)
