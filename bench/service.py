@@ -55,7 +55,8 @@ the figures of the performance issue (one server process, the bots as the client
 
 For every load the CPU time used per operation is shown as well, per process (read from ``/proc``): the
 bench (client) process, the server subprocess (``serve`` and its workers; ``server.wN``: worker N
-alone — the first also runs the projector, which folds every event into the read models), and
+alone; with ``--workers 2`` the last is the projector's own process, which folds every event into the
+read models; with ``--workers 1`` the one server process runs it), and
 PostgreSQL (the backends of this run's databases and the server's shared helpers, see
 :func:`cpu_between`). The load average before and after the run is printed: on a shared machine the
 figures are only as good as the quiet they were taken in.

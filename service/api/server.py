@@ -337,7 +337,7 @@ async def serve(
 
     ``workers`` above 1 runs that many server processes on the one port instead of serving in this
     process (:func:`service.api.workers.serve_workers`), each logging as ``log_format`` at ``log_level``;
-    the projector (with ``projector``) runs in the first of them only."""
+    the projector (with ``projector``) runs in a process of its own beside them."""
     configure_logging()
     if workers > 1:
         from .workers import serve_workers

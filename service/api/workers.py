@@ -5,8 +5,9 @@ machine with more cores ``serve`` runs N of them. Each worker is a whole server 
 its own pool of database connections, its own state cache, its own LISTEN for ``WatchGame``. Nothing is
 shared between them but the database, and nothing needs to be: a command decided on a state another
 worker has since moved on is refused by the store's version check and decided again on the fresh state
-(:mod:`service.runner`), exactly as it is between two replicas of the service. The projector runs in the
-first worker only (one at a time works anyway; one is enough).
+(:mod:`service.runner`), exactly as it is between two replicas of the service. The projector runs in a
+process of its own beside them (one at a time works anyway; one is enough): a batch folds and writes
+for milliseconds, and in a serving worker every command arriving meanwhile would wait for it.
 
 The kernel shares the port between the workers (``SO_REUSEPORT``) and hands each new *connection* to one
 of them; a connection stays with its worker, so a client with one channel talks to one worker, and many
@@ -49,6 +50,8 @@ from typing import IO
 
 import structlog
 
+from projections.migrate import apply_migrations as migrate_projections
+from projections.projector import run_projector
 from service.checkpoints.keyring import Keyring
 from service.checkpoints.keys import Signer, Verifier
 
@@ -84,7 +87,8 @@ class WorkerPlan:
     listen: str
     database_url: str
     admin_token: str | None
-    projector: bool
+    #: False for the projector's own process: it runs the projector and serves nothing.
+    serves: bool
     database_timeout: float
     tls: ServerTLS | None
     signer: str  # the signing key, encoded (Signer.encode): a key object does not pickle
@@ -195,7 +199,7 @@ async def serve_workers(
         address = await asyncio.to_thread(probe_listen, listen)
         running: list[_Worker] = []
         try:
-            for index in range(workers):
+            for index in range(workers + projector):  # the servers, then the projector's process
                 reader_fd, writer_fd = os.pipe()
                 plan = WorkerPlan(
                     index=index,
@@ -204,7 +208,7 @@ async def serve_workers(
                     listen=address,
                     database_url=database_url,
                     admin_token=admin_token,
-                    projector=projector and index == 0,
+                    serves=index < workers,
                     database_timeout=database_timeout,
                     tls=tls,
                     signer=keyring.signer.encode(),
@@ -219,7 +223,8 @@ async def serve_workers(
                 "serving",
                 address=address,
                 workers=workers,
-                pids=[worker.process.pid for worker in running],
+                pids=[worker.process.pid for worker in running],  # the projector's last, if it runs
+                projector=running[-1].process.pid if projector else None,
                 admin=admin_token is not None,
                 tls="off" if tls is None else "mutual" if tls.client_ca is not None else "on",
                 metrics=None,
@@ -358,20 +363,34 @@ async def _work(plan: WorkerPlan, status: IO[str]) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):  # SIGINT: Ctrl-C reaches the whole process group
         loop.add_signal_handler(sig, stopping.set)
+    if not plan.serves:
+        await _project(plan, status, stopping)
+        return
     keyring = Keyring(Signer.parse(plan.signer), tuple(Verifier.parse(text) for text in plan.older))
     running = await start_server(
         listen=plan.listen,
         database_url=plan.database_url,
         admin_token=plan.admin_token,
-        projector=plan.projector,
+        projector=False,  # in a process of its own
         database_timeout=plan.database_timeout,
         tls=plan.tls,
         keyring=keyring,
         reuse_port=True,
     )
-    log.info("worker serving", address=plan.listen, pid=os.getpid(), projector=plan.projector)
+    log.info("worker serving", address=plan.listen, pid=os.getpid())
     _say(status, {"serving": plan.index, "port": running.port})
     await stopping.wait()
     log.info("worker stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
     await running.stop()
     log.info("worker stopped")
+
+
+async def _project(plan: WorkerPlan, status: IO[str], stopping: asyncio.Event) -> None:
+    """The projector's process: migrate (a failure is reported as a worker's failure to start), then
+    keep the read models current until SIGTERM or SIGINT, riding out database outages on its own."""
+    log = structlog.get_logger("uno_audit.server")
+    await migrate_projections(plan.database_url)
+    log.info("projector process running", pid=os.getpid())
+    _say(status, {"serving": plan.index})
+    await run_projector(plan.database_url, stop=stopping)
+    log.info("projector process stopped")

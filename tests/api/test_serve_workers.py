@@ -173,7 +173,8 @@ async def test_two_workers_share_one_port_refuse_a_second_server_and_stop_on_sig
     assert {line["worker"] for line in commands} == {0, 1}, "every connection landed on one worker"
     assert [line.get("worker") for line in lines if line.get("event") == "worker stopped"] in ([0, 1], [1, 0])
     assert [line["event"] for line in lines if "logger" not in line][-1] == "stopped"
-    assert sum(1 for line in lines if line.get("event") == "projector.started") == 1  # in worker 0 only
+    # One projector, in a process of its own (after the two servers).
+    assert [line["worker"] for line in lines if line.get("event") == "projector.started"] == [2]
 
 
 @needs_script
@@ -212,10 +213,11 @@ async def test_workers_do_not_outlive_a_parent_killed_with_sigkill(
     service_url = await service_login.url(database_url)
     port = _free_port()
     address = f"127.0.0.1:{port}"
-    args = ("--listen", address, "--database-url", service_url, "--workers", "2", "--no-projector")
+    args = ("--listen", address, "--database-url", service_url, "--workers", "2")
     serve = Serve(tmp_path, "killed", *args)
     try:
         workers: list[int] = (await asyncio.to_thread(serve.serving))["pids"]
+        assert len(workers) == 3  # two servers and the projector's process
         os.kill(serve.process.pid, signal.SIGKILL)  # the parent alone, not its process group
         serve.process.wait()
         deadline = time.monotonic() + START_SECONDS  # the kernel's death signal is quick; a bound to wait
