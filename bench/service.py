@@ -24,7 +24,8 @@ the figures of the performance issue (one server process, the bots as the client
 (c) **End to end.** ``uno-audit serve --workers 1`` and then ``--workers 2`` in a subprocess, with 1, 8
     and 64 games in flight, each game on a connection of its own (with several workers the kernel
     spreads connections over them). The load generator must not take the cores it measures: the bots
-    (a rules engine and a GetGame per move) cost the client about as much CPU per command as the server.
+    (a rules engine per move, and a seat's hand followed from the replies) cost the client about half
+    the server's CPU per command.
     So the commands are generated before the run — four-player classic games played by the simulation's
     bots (:func:`service.play.simulate.play_game`, the dealer given: seat 0), each game's accepted
     commands mapped to gRPC requests (:class:`Script`) — and replayed by a lean asynchronous client
@@ -794,7 +795,8 @@ async def bots(
     address: str, games: int, seconds: float, *, rate: float | None = None, server: Sequence[int] = ()
 ) -> Figure:
     """Bots keep ``games`` games in flight for the window (each game followed by a new one), over one
-    channel, deciding every move from a GetGame view and the rules: a client as heavy as a person's.
+    channel, deciding every move from the seat's view (kept from the replies, a GetGame when a hand is not
+    known) and the rules: a client as heavy as a person's.
 
     CPU is counted for this process ("client", or "client+server" for a server in this process), the
     ``server`` processes and PostgreSQL.
@@ -1153,9 +1155,7 @@ async def run_all(
         half = await replay(
             server.address, peak_games, seconds, plays, server.admin_token, rate=rate, server=server.pids
         )
-        _say(
-            "(c3) the bots as the client (GetGame and the rules engine per move), 8 games, for comparison ..."
-        )
+        _say("(c3) the bots as the client (the rules engine per move), 8 games, for comparison ...")
         heavy = await bots(server.address, 8, seconds, server=server.pids)
     results["half_peak"] = {
         **half.to_json(),
