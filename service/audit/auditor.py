@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -44,7 +44,7 @@ from .log import Dispute, GameLog, LogError, collect_disputes, export_text, reco
 from .record import FORMAT, RecordError, read_record
 from .replay_html import SeatError, game_replay_html
 from .report import RulesReport
-from .rows import read_rows
+from .rows import StreamCache, read_rows
 from .stored_game import AdjudicationError, adjudicate, verify_game
 from .verify import verify_record
 
@@ -90,20 +90,30 @@ class Auditor:
 
     # --- reading --------------------------------------------------------------------------------------
 
-    async def load(self, game_id: str) -> GameLog:
+    async def load(self, game_id: str, cache: StreamCache | None = None) -> GameLog:
         """The game's stream with its secret seed; :class:`~service.errors.NotFound` for an unknown game.
 
         Each payload is parsed once, with the bytes its hash covers (:mod:`service.audit.rows`): the
-        chain check, the log, the replay and the read models' check all read these rows.
+        chain check, the log, the replay and the read models' check all read these rows. ``cache``: the
+        payloads and events of the games read before (:class:`~service.audit.rows.StreamCache`).
         """
         # The stream and the seed at once (two connections of the pool, one wait).
-        stream, seed = await asyncio.gather(read_rows(self.store, game_id), self.store.seed(game_id))
+        stream, seed = await asyncio.gather(read_rows(self.store, game_id, cache), self.store.seed(game_id))
         if not stream.rows:
             raise NotFound(f"no game {game_id!r}")
         try:
-            return GameLog(game_id, stream.rows, seed, stream.canonical)
+            return GameLog(
+                game_id, stream.rows, seed, stream.canonical, None if cache is None else cache.events
+            )
         except LogError as bad:
             raise Precondition(f"game {game_id!r} cannot be read: {bad}") from None
+
+    async def _read(self, game_id: str, cache: StreamCache | None = None) -> tuple[GameLog, int | None]:
+        """The game's log (:meth:`load`) and the last version its command ledger wrote."""
+        # The ledger while the log is read (another connection, one wait): an append made meanwhile may
+        # show in the ledger and not in the log, as it could when the ledger was read after the log.
+        log, ledger = await asyncio.gather(self.load(game_id, cache), self.store.ledger_last_version(game_id))
+        return log, ledger
 
     async def verify(
         self,
@@ -118,13 +128,16 @@ class Auditor:
         ``reveal_seed`` (the adjudicator, for a game in progress) first records a ``SeedRevealed`` entry
         under ``command_id`` and then prints the seed in the report.
         """
-        # The ledger while the log is read (another connection, one wait): an append made meanwhile may
-        # show in the ledger and not in the log, as it could when the ledger was read after the log.
         if reveal_seed:
             log = await self.reveal_seed(game_id, command_id)
             ledger = await self.store.ledger_last_version(game_id)
         else:
-            log, ledger = await asyncio.gather(self.load(game_id), self.store.ledger_last_version(game_id))
+            log, ledger = await self._read(game_id)
+        return await self._verify_read(log, ledger, check_projections)
+
+    async def _verify_read(self, log: GameLog, ledger: int | None, check_projections: bool) -> GameReport:
+        """The report of a game read (:meth:`verify`)."""
+        game_id = log.game_id
         problems = await self._projection_problems(log) if check_projections else None
         show = log.seed_revealed_at() is not None or log.imported is not None
         try:
@@ -149,21 +162,61 @@ class Auditor:
     async def verify_all(
         self, *, check_projections: bool = True, page: int = 200
     ) -> AsyncIterator[GameReport | Unverified]:
-        """Every stored game's report, game by game (in game id order)."""
+        """Every stored game's report, game by game (in game id order), as :meth:`verify_many` makes them."""
+        cache = StreamCache()
         after: str | None = None
         while True:
             games = await self.store.list_games(after=after, limit=page)
-            for game in games:
-                try:
-                    yield await self.verify(game.game_id, check_projections=check_projections)
-                except ServiceError as refused:
-                    yield Unverified(game.game_id, str(refused))
-                except Exception as error:  # one game the verifier chokes on must not hide the others
-                    _log.exception("audit.verify_failed", game=game.game_id)
-                    yield Unverified(game.game_id, f"verifier error: {error!r}")
+            ids = [game.game_id for game in games]
+            async for report in self._verify_each(ids, check_projections, cache):
+                yield report
             if len(games) < page:
                 return
             after = games[-1].game_id
+
+    def verify_many(
+        self, game_ids: Iterable[str], *, check_projections: bool = True
+    ) -> AsyncIterator[GameReport | Unverified]:
+        """The reports of ``game_ids``, in their order, each as :meth:`verify` makes it; a game it refuses
+        (an unknown game, a log it cannot read) or the verifier chokes on is :class:`Unverified`, and the
+        next is verified all the same.
+
+        Each game is read while the one before it is verified, so that the waits for PostgreSQL pass
+        during the replay rather than between the replays; and the games share their parsed payloads and
+        decoded events (:class:`~service.audit.rows.StreamCache`).
+        """
+        return self._verify_each(game_ids, check_projections, StreamCache())
+
+    async def _verify_each(
+        self, game_ids: Iterable[str], check_projections: bool, cache: StreamCache
+    ) -> AsyncIterator[GameReport | Unverified]:
+        ids = iter(game_ids)
+        game_id = next(ids, None)
+        reading = None if game_id is None else self._read_ahead(game_id, cache)
+        try:
+            while game_id is not None and reading is not None:
+                current, read = game_id, reading
+                game_id = next(ids, None)
+                reading = None if game_id is None else self._read_ahead(game_id, cache)
+                report: GameReport | Unverified
+                try:
+                    report = await self._verify_read(*await read, check_projections)
+                except ServiceError as refused:
+                    report = Unverified(current, str(refused))
+                except Exception as error:  # one game the verifier chokes on must not hide the others
+                    _log.exception("audit.verify_failed", game=current)
+                    report = Unverified(current, f"verifier error: {error!r}")
+                yield report
+        finally:
+            if reading is not None:
+                reading.cancel()
+
+    def _read_ahead(self, game_id: str, cache: StreamCache) -> asyncio.Task[tuple[GameLog, int | None]]:
+        """:meth:`_read` of ``game_id``, started now (its failure is raised where it is awaited)."""
+        task = asyncio.ensure_future(self._read(game_id, cache))
+        # A read that is cancelled, or fails after its reader stopped, raises to no one: no warning.
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return task
 
     async def count_games(self) -> int:
         """How many games the store holds (for a progress bar)."""

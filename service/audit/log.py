@@ -6,7 +6,9 @@ the service ran, a game imported from a table and a record file are all judged b
 * a game the service ran (*live*): its events are grouped by the command that wrote them (the
   ``command_id`` of their metadata), each group is read back as the command it answered, and
   :func:`service.audit.export.record_from_steps` writes the record. The command is read from the
-  events, which the hash chain covers, not from the metadata, which it does not;
+  events, which the hash chain covers, not from the metadata, which it does not. The verifier replays
+  the commands so read back as they are (:meth:`GameLog.commands`), judging each as its record line
+  would be judged, without writing the record;
 * an *imported* game: its :class:`~service.audit.entries.RecordLine` entries are the record's text.
 
 Either way :class:`GameLog` knows which position of the stream each record line stands for (a live
@@ -80,7 +82,7 @@ from .entries import (
     SeedRevealed,
 )
 from .export import record_from_steps
-from .record import GameRecord, RoundBlock, read_record, write_record
+from .record import GameRecord, RecordHeader, RoundBlock, read_record, write_record
 
 #: The rows after which the seed is public: the game's end, or the adjudicator's early look.
 _SEED_PUBLIC = frozenset((type_name(GameEnded), type_name(SeedRevealed)))
@@ -165,6 +167,7 @@ class GameLog:
         rows: Sequence[StoredEvent],
         seed: bytes | None = None,
         canonical: Sequence[bytes] | None = None,
+        decoded: dict[bytes, Event] | None = None,
     ) -> None:
         if not rows:
             raise LogError(f"game {game_id!r} has no events")
@@ -183,12 +186,14 @@ class GameLog:
         #: says what happened to them.
         self.unreadable_entries: list[tuple[int, str]] = []
         # Games repeat their events (the same prompt, the same card drawn again): one decoding of each
-        # payload, found by its canonical bytes, which say exactly what the type and payload are. The
-        # catalogue's events and entries are frozen, so rows may share one.
-        decoded: dict[bytes, Event | CatalogueError] = {}
+        # payload, found by its canonical bytes, which say exactly what the type and payload are
+        # (``decoded``: the decodings of the logs read before, :class:`service.audit.rows.StreamCache`).
+        # The catalogue's events and entries are frozen, so rows may share one.
+        if decoded is None:
+            decoded = {}
         for index, row in enumerate(self.rows):
             key = None if self._canonical is None else self._canonical[index]
-            event = None if key is None else decoded.get(key)
+            event: Event | CatalogueError | None = None if key is None else decoded.get(key)
             if event is None and row.type in _AUDIT_TYPES:
                 try:
                     self.entries.append((row, decode_entry(row.type, row.payload)))
@@ -199,9 +204,10 @@ class GameLog:
                 try:
                     event = decode_event(row.type, row.payload)
                 except CatalogueError as bad:
-                    event = bad
-                if key is not None:
-                    decoded[key] = event
+                    event = bad  # kept with its row (an edited row is rare: not shared)
+                else:
+                    if key is not None:
+                        decoded[key] = event
             self.game.append((row, event))
         self._events = {id(row): event for row, event in self.game}
         first = self.entries[0][1] if self.entries and self.entries[0][0] is self.rows[0] else None
@@ -303,7 +309,42 @@ class GameLog:
         positions = {entry.line: row.version for row, entry in self.entries if isinstance(entry, RecordLine)}
         return LoggedRecord(read_record(self.record_text()), positions, {})
 
-    def _live_record(self, reveal: bool) -> LoggedRecord:
+    def commands(self, *, reveal: bool) -> LoggedRecord | LoggedCommands:
+        """The game as the replay reads it: a live game's commands as read back from its events, before any
+        record is written of them (:class:`LoggedCommands`, what :meth:`Replay.run_commands
+        <service.audit.verify.Replay.run_commands>` replays), an imported game's record (:meth:`record`).
+        The same positions and stored events, and the same errors, as :meth:`record`."""
+        if self.imported is not None:
+            return self._imported_record()
+        read = self._read_back(reveal)
+        if read.steps and not isinstance(read.steps[0][0], StartRound):
+            # A record has no line for a command before the first round (only an edited log holds one):
+            # read as a record, for what that makes of it.
+            return self._live_record(reveal, read)
+        positions = {1: read.created_at}
+        steps_of_line: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = {}
+        for line, (first, written) in enumerate(zip(read.firsts, read.stored, strict=True), start=2):
+            positions[line] = first
+            steps_of_line[line] = written
+        header = _record_header(read.created, reveal)
+        return LoggedCommands(header, read.steps, positions, steps_of_line)
+
+    def _live_record(self, reveal: bool, read: _ReadBack | None = None) -> LoggedRecord:
+        read = read if read is not None else self._read_back(reveal)
+        record = record_from_steps(read.created, read.steps, reveal_seed=reveal)
+        positions = {record.header.line: read.created_at}
+        steps_of_line: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = {}
+        lines: list[int] = []
+        for block in record.rounds:
+            lines.append(block.start.line)
+            lines.extend(action.line for action in block.actions)
+        for line, first, written in zip(lines, read.firsts, read.stored, strict=True):
+            positions[line] = first
+            steps_of_line[line] = written
+        return LoggedRecord(record, positions, steps_of_line)
+
+    def _read_back(self, reveal: bool) -> _ReadBack:
+        """A live game's events read back as the commands they answered (see :class:`_ReadBack`)."""
         if not self.game:
             raise LogError(f"game {self.game_id!r} holds no game events", self.rows[0].version)
         groups = _command_groups(self.game)
@@ -342,28 +383,39 @@ class GameLog:
                     prompted = event
                 elif isinstance(event, _PROMPTS_END):
                     prompted = None
-        record = record_from_steps(created, steps, reveal_seed=reveal)
-        positions = {record.header.line: created_row.version}
-        steps_of_line: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = {}
-        lines: list[int] = []
-        for block in record.rounds:
-            lines.append(block.start.line)
-            lines.extend(action.line for action in block.actions)
-        for line, first, written in zip(lines, firsts, stored_groups, strict=True):
-            positions[line] = first
-            steps_of_line[line] = written
-        return LoggedRecord(record, positions, steps_of_line)
+        return _ReadBack(created, created_row.version, steps, firsts, stored_groups)
 
 
 @dataclass(frozen=True, slots=True)
-class LoggedRecord:
-    """A stored game as a record: ``positions`` maps each record line to the stream position it stands
-    for; ``stored`` maps each line of a live game to the stored events its command wrote, as stored and
-    decoded."""
+class _ReadBack:
+    """A live game's events read back: its first event (the seed in it the one to replay with, or none),
+    its position, and each command with the events it wrote (``steps``), the position of its first event
+    (``firsts``) and those events as stored and decoded (``stored``)."""
 
-    record: GameRecord
+    created: GameCreated
+    created_at: int
+    steps: list[tuple[Command, tuple[Event, ...]]]
+    firsts: list[int]
+    stored: list[tuple[tuple[StoredEvent, ...], tuple[Event, ...]]]
+
+
+def _record_header(created: GameCreated, reveal: bool) -> RecordHeader:
+    """The header :func:`~service.audit.export.record_from_steps` writes for a live game read back."""
+    return RecordHeader(
+        variant=created.variant,
+        players=created.players,
+        options=created.options.to_json(),
+        seed_sha256=created.seed_sha256,
+        seed=created.seed if reveal else None,
+        line=1,
+    )
+
+
+class _Positions:
+    """Record lines and the stream positions they stand for (``positions``)."""
+
+    __slots__ = ()
     positions: dict[int, int]
-    stored: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]]
 
     def position(self, line: int) -> int:
         """The stream position of record line ``line`` (a line past the record: the position after)."""
@@ -373,6 +425,34 @@ class LoggedRecord:
         lines = sorted(self.positions)
         at = bisect.bisect_right(lines, line)
         return self.positions[lines[at - 1]] + 1 if at else 1
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedCommands(_Positions):
+    """A live game read back as the commands it answered, each with the events it wrote (``steps``), for a
+    replay that does not write them as a record first. Command ``i`` stands at line ``i + 2`` of the record
+    the game stands for (:meth:`GameLog.record`), whose ``header`` this is; ``positions`` and ``stored`` are
+    that record's (:class:`LoggedRecord`)."""
+
+    header: RecordHeader
+    steps: list[tuple[Command, tuple[Event, ...]]]
+    positions: dict[int, int]
+    stored: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRecord(_Positions):
+    """A stored game as a record: ``positions`` maps each record line to the stream position it stands
+    for; ``stored`` maps each line of a live game to the stored events its command wrote, as stored and
+    decoded."""
+
+    record: GameRecord
+    positions: dict[int, int]
+    stored: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]]
+
+    @property
+    def header(self) -> RecordHeader:
+        return self.record.header
 
     def line_at(self, position: int) -> int | None:
         """The record line whose events include ``position``: the last line starting at or before it."""

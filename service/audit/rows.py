@@ -20,7 +20,32 @@ from typing import Any
 import orjson
 
 from service.codec import load_canonical
+from service.rules.events import Event
 from service.store import EventStore, StoredEvent
+
+#: The most payloads (and events) a :class:`StreamCache` keeps; past it, it starts again empty.
+CACHE_LIMIT = 50_000
+
+
+class StreamCache:
+    """Payloads parsed and events decoded, kept from one stream to the next while games are read together
+    (:meth:`Auditor.verify_many <service.audit.auditor.Auditor.verify_many>`). Games repeat their events,
+    within a game and from one game to the next (the same prompts, the same cards drawn and played): a
+    payload text met again is not parsed again (``payloads``: by type and text, the parsed payload and its
+    canonical bytes), nor its event decoded again (``events``: by canonical bytes, which say exactly what
+    the type and payload are). Nothing that reads a log changes a payload, and the catalogue's events are
+    frozen, so games may share them. At most :data:`CACHE_LIMIT` of each are kept."""
+
+    def __init__(self, limit: int = CACHE_LIMIT) -> None:
+        self.limit = limit
+        self.payloads: dict[tuple[str, str], tuple[Any, bytes]] = {}
+        self.events: dict[bytes, Event] = {}
+
+    def trim(self) -> None:
+        """Start again empty when either holds more than the limit."""
+        if len(self.payloads) > self.limit or len(self.events) > self.limit:
+            self.payloads.clear()
+            self.events.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,19 +57,23 @@ class StreamRows:
     canonical: list[bytes]
 
 
-async def read_rows(store: EventStore, game_id: str) -> StreamRows:
-    """The game's whole stream, each payload parsed once (empty for an unknown game)."""
-    return parse_rows(await store.read_stream_text(game_id))
+async def read_rows(store: EventStore, game_id: str, cache: StreamCache | None = None) -> StreamRows:
+    """The game's whole stream, each payload parsed once (empty for an unknown game); ``cache``: the
+    payloads parsed already, of the streams read before."""
+    return parse_rows(await store.read_stream_text(game_id), cache)
 
 
-def parse_rows(raw: Iterable[tuple[Any, ...]]) -> StreamRows:
-    """Rows of :meth:`~service.store.streams.PostgresStreams.read_stream_text` as :class:`StreamRows`."""
+def parse_rows(raw: Iterable[tuple[Any, ...]], cache: StreamCache | None = None) -> StreamRows:
+    """Rows of :meth:`~service.store.streams.PostgresStreams.read_stream_text` as :class:`StreamRows`
+    (``cache``: payloads parsed already, which this stream's join)."""
     rows: list[StoredEvent] = []
     canonical: list[bytes] = []
     # Games repeat their events (the same prompt, the same card drawn again): rows of the same type and
     # payload text share one parsed payload and its bytes, as the log's rows then share one decoded
     # event. Nothing that reads a log changes a payload.
-    parsed: dict[tuple[str, str], tuple[Any, bytes]] = {}
+    if cache is not None:
+        cache.trim()
+    parsed = {} if cache is None else cache.payloads
     # A command's events share their metadata (its command id): read once, each row its own copy.
     flat: dict[str, dict[str, str]] = {}
     for position, game_id, version, kind, payload_text, metadata_text, recorded_at, xid, prev, digest in raw:

@@ -47,10 +47,13 @@ from .game_report import (
     SeedStatus,
     StoredForm,
 )
-from .log import GameLog, LogError, LoggedRecord, last_line, truncated
-from .record import Action, ActionKind, RecordError
+from .log import GameLog, LogError, LoggedCommands, LoggedRecord, last_line, truncated
+from .record import Action, ActionKind, GameRecord, RecordError
 from .report import Outcome, RulesReport, Ruling
 from .verify import Replay, Report
+
+#: The stored type of the event that ends a game.
+_GAME_ENDED = type_name(GameEnded)
 
 
 class AdjudicationError(ValueError):
@@ -69,25 +72,39 @@ def _replay(logged: LoggedRecord, up_to: int | None = None) -> Replay:
     return Replay(record, where=lambda line: f"position {logged.position(line)}")
 
 
+def _replayed(logged: LoggedRecord | LoggedCommands) -> Report:
+    """The replay of the whole stored game: of its commands as read back, or of its record."""
+    if isinstance(logged, LoggedRecord):
+        return _replay(logged).run()
+    replay = Replay(GameRecord(logged.header, ()), where=lambda line: f"position {logged.position(line)}")
+    return replay.run_commands(logged.steps)
+
+
 def verify_game(
     log: GameLog,
     *,
     ledger_last_version: int | None = None,
     projection_problems: list[str] | None = None,
     show_seed: bool = False,
+    via_record: bool = False,
 ) -> GameReport:
     """The full report of a stored game (see the module docstring).
 
     ``log.seed`` is used to re-derive the cards whenever it is given; ``show_seed`` also shows it (the
     game has ended, or the adjudicator revealed it). ``projection_problems`` is the read models'
     cross-check (``None``: not run).
+
+    A live game's commands, as read back from its events, are replayed as they are
+    (:meth:`GameLog.commands`, :meth:`Replay.run_commands`); ``via_record`` writes them as the record
+    the game stands for and replays that instead (:meth:`GameLog.record`): the same report, slower.
     """
     findings = check_chain(log.game_id, log.rows, ledger_last_version, log.canonical)
     chain = ChainSection(len(log.rows), log.rows[-1].hash, tuple(findings))
     projections = None if projection_problems is None else ProjectionCheck(tuple(projection_problems))
     unreadable_entries = tuple(Flaw(position, message) for position, message in log.unreadable_entries)
+    reveal = log.seed is not None
     try:
-        logged = log.record(reveal=log.seed is not None)
+        logged = log.record(reveal=reveal) if via_record else log.commands(reveal=reveal)
     except (LogError, RecordError) as bad:
         # The log cannot even be read back as a record (a payload that no longer decodes, an imported
         # line that is no longer well formed): the chain check, and where reading stopped.
@@ -107,7 +124,7 @@ def verify_game(
             tuple(log.disputes()),
             unreadable_entries,
         )
-    report = _replay(logged).run()
+    report = _replayed(logged)
     judged = report.rules()
     rules = judged.placed(logged.position)
     divergence = _divergence(logged, report) if log.imported is None else None
@@ -122,7 +139,7 @@ def verify_game(
         _seed_section(log, logged, rules, divergence, show_seed),
         _replay_section(log, judged, divergence),
         projections,
-        logged.record.header.players,
+        logged.header.players,
         tuple(log.disputes()),
         unreadable_entries,
     )
@@ -131,7 +148,7 @@ def verify_game(
 def _status(log: GameLog, rules: RulesReport | None) -> GameStatus:
     """Over or in progress, as the log says (an imported record: as its replay ends)."""
     if log.imported is None:
-        over = any(row.type == type_name(GameEnded) for row, _ in log.game)
+        over = any(row.type == _GAME_ENDED for row, _ in log.game)
     else:
         over = rules is not None and rules.outcome.winner is not None
     return GameStatus.OVER if over else GameStatus.IN_PROGRESS
@@ -149,7 +166,7 @@ def _replay_section(log: GameLog, judged: RulesReport, divergence: Divergence | 
     return ReplaySection(divergence, stored, replayed)
 
 
-def _divergence(logged: LoggedRecord, report: Report) -> Divergence | None:
+def _divergence(logged: LoggedRecord | LoggedCommands, report: Report) -> Divergence | None:
     """The first stored event that today's engine does not make of the same command, or ``None``."""
     for line in sorted(logged.stored):
         rows, stored = logged.stored[line]
@@ -173,9 +190,13 @@ def _diverged(position: int, row: StoredEvent | None, replayed: Event | None) ->
 
 
 def _seed_section(
-    log: GameLog, logged: LoggedRecord, rules: RulesReport, divergence: Divergence | None, show_seed: bool
+    log: GameLog,
+    logged: LoggedRecord | LoggedCommands,
+    rules: RulesReport,
+    divergence: Divergence | None,
+    show_seed: bool,
 ) -> SeedSection:
-    header = logged.record.header
+    header = logged.header
     committed = header.seed_sha256
     seed = log.seed if log.seed is not None else header.seed
     commitment_ok = None

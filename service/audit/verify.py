@@ -26,8 +26,9 @@ The report is typed (:mod:`service.audit.report`); its JSON is the shape ``RECOR
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -59,6 +60,7 @@ from service.rules.events import (
     Event,
     HandsRotated,
     HandsTraded,
+    RoundStarted,
     UnoCalled,
     UnoCaught,
     Wd4Challenged,
@@ -69,6 +71,8 @@ from service.rules.uno import catch_reason
 from service.rules.violations import Impossible, Rule, Violation
 
 from .entries import DisputeKind
+from .export import _action as action_line
+from .export import _round_line as round_line
 from .export import cards_taken, fired_outcomes, flipped_cards, new_piles
 from .record import Action, ActionKind, GameRecord, RoundLine
 from .report import (
@@ -159,9 +163,54 @@ class Replay:
     # --- driving ---------------------------------------------------------------------------------------
 
     def run(self) -> Report:
+        """Replay the record."""
+        if not self.create(self.record.rounds[0].start.dealer if self.record.rounds else None):
+            return self.report
+        with contextlib.suppress(_Stop):
+            for block in self.record.rounds:
+                self.start_round(block.start)
+                for action in block.actions:
+                    self.action(action)
+        self.report.state = self.state
+        return self.report
+
+    def run_commands(self, steps: Sequence[tuple[Command, tuple[Event, ...]]]) -> Report:
+        """Replay a game given as its accepted commands, each with the events it wrote (a stored game read
+        back: :meth:`GameLog.commands <service.audit.log.GameLog.commands>`), under the record's header.
+
+        Each command is judged exactly as the line of a ``SEED`` record that
+        :func:`~service.audit.export.record_from_steps` writes of it, which stands at line ``i + 2`` for
+        command ``i``: only the record is not written and read back. A round start, a catch or a challenge
+        (their judgments read their line) and any command of a round dealt without a deck go through their
+        line; any other command is carried out as it is, with the supply its line gives (the launcher
+        presses its events fired; the rest comes from the deck). Like the record, commands before the
+        first round start are left out.
+        """
+        players = self.players
+        first = next((_started(events) for command, events in steps if isinstance(command, StartRound)), None)
+        if not self.create(None if first is None else players[first.dealer]):
+            return self.report
+        with_deck, dealt = True, False
+        with contextlib.suppress(_Stop):
+            for line, (command, events) in enumerate(steps, start=2):
+                if isinstance(command, StartRound):
+                    started = _started(events)
+                    with_deck, dealt = started.deck is not None, True
+                    self.start_round(round_line(players, started, events, with_deck, line, False))
+                elif not dealt:
+                    continue
+                elif with_deck and not isinstance(command, _RULED):
+                    self.carry_out_with_deck(line, command, events)
+                else:
+                    self.action(action_line(players, command, events, with_deck, line))
+        self.report.state = self.state
+        return self.report
+
+    def create(self, first_dealer: str | None) -> bool:
+        """Create the game of the record's header, ``first_dealer`` dealing the first round; whether it
+        could be (else the violation is reported)."""
         header = self.record.header
         options = make_options(header.variant, header.options)
-        first_dealer = self.record.rounds[0].start.dealer if self.record.rounds else None
         created = create(
             CreateGame(
                 header.variant,
@@ -173,17 +222,9 @@ class Replay:
         )
         if isinstance(created, Violation):
             self.violation(header.line, created.rule, created.message)
-            return self.report
+            return False
         self.state = new_state(created)
-        try:
-            for block in self.record.rounds:
-                self.start_round(block.start)
-                for action in block.actions:
-                    self.action(action)
-        except _Stop:
-            pass
-        self.report.state = self.state
-        return self.report
+        return True
 
     def violation(self, line: int, rule: Rule, message: str) -> None:
         self.report.violations.append(Finding(line, rule, message))
@@ -293,38 +334,63 @@ class Replay:
     # --- action lines --------------------------------------------------------------------------------
 
     def action(self, action: Action) -> None:
-        assert self.state is not None
         line, kind = action.line, action.kind
         seat = self.seat[action.by] if action.by is not None else -1
-        auto_ended, self.auto_ended_draw = self.auto_ended_draw, None
         if kind is ActionKind.CATCH:
+            self.auto_ended_draw = None
             return self.catch(action, seat)
         if kind is ActionKind.CHALLENGE:
+            self.auto_ended_draw = None
             return self.challenge(action, seat)
-        if kind is ActionKind.PASS and auto_ended == seat and check(self.state, Pass(seat)) is not None:
-            return None  # the table wrote down the end of a turn that the unplayable draw had ended
+        flips = (action.flip,) if action.flip else None
         command = self.command(action, seat)
+        return self.carry_out(line, seat, command, action.cards, action.fired, flips, action.reshuffles)
+
+    def carry_out_with_deck(self, line: int, command: Command, events: tuple[Event, ...]) -> None:
+        """Carry out ``command`` of a round dealt from a deck (a turn's: not a round start, a catch or a
+        challenge), which wrote ``events`` when it was accepted, as its record line says it
+        (:func:`~service.audit.export.record_from_steps`, then :meth:`command`): the launcher presses
+        those events fired are the line's ``fired`` (a press line's own included) and the command's
+        supply; nothing else comes from the table."""
+        assert not isinstance(command, StartRound | Catch | Challenge)
+        fired: tuple[PressOutcome, ...] = ()
+        if isinstance(command, _SUPPLIED):
+            fired = fired_outcomes(events, with_deck=True, imposed_only=not isinstance(command, Press))
+            if fired:
+                command = dataclasses.replace(command, supply=Supply({}, fired))
+        seat = -1 if isinstance(command, Reshuffle) else command.player
+        self.carry_out(line, seat, command, {}, fired)
+
+    def carry_out(
+        self,
+        line: int,
+        seat: int,
+        command: Command,
+        cards: dict[str, tuple[Card, ...]],
+        fired: tuple[PressOutcome, ...],
+        flips: tuple[Card, ...] | None = None,
+        reshuffles: tuple[tuple[Card, ...], ...] = (),
+    ) -> None:
+        """Judge and apply the command of an action line (any but a catch or a challenge, which get their
+        rulings) by ``seat``, compare what the line says came from the pile (``cards``, ``fired``,
+        ``flips``, ``reshuffles``: :meth:`check_pile`) with what it took, and keep the books."""
+        assert self.state is not None
+        auto_ended, self.auto_ended_draw = self.auto_ended_draw, None
+        if isinstance(command, Pass) and auto_ended == seat and check(self.state, command) is not None:
+            return  # the table wrote down the end of a turn that the unplayable draw had ended
         before = self.state
         events = self.judge_and_apply(line, command)
-        flips = (action.flip,) if action.flip else None
-        if action.cards or action.fired or flips or action.reshuffles:  # else there is nothing to compare
+        if cards or fired or flips or reshuffles:  # else there is nothing to compare
             self.check_pile(
-                line,
-                events,
-                action.cards,
-                action.fired,
-                flips,
-                action.reshuffles,
-                own_press=kind is ActionKind.PRESS,
+                line, events, cards, fired, flips, reshuffles, own_press=isinstance(command, Press)
             )
         if (
-            kind is ActionKind.DRAW
+            isinstance(command, Draw)
             and self.state.awaiting is not Awaiting.DRAWN
             and any(isinstance(e, CardDrawn) for e in events)
         ):
             self.auto_ended_draw = seat
         self.after(line, before, events)
-        return None
 
     def command(self, action: Action, seat: int) -> Command:
         kind = action.kind
@@ -598,12 +664,22 @@ class Replay:
                 self.window_closed[seat] = line
 
 
+#: The commands that get a ruling, and the turn commands whose line gives the launcher presses they
+#: imposed (tuples: ``isinstance`` takes them faster than unions).
+_RULED = (Catch, Challenge)
+_SUPPLIED = (Play, Press, Accept)
+
 #: The events :meth:`Replay.after` keeps its books by.
 _TRACKED = (HandsRotated, CardPlayed, HandsTraded, UnoCalled, UnoCaught)
 
 #: The house rules that refuse a challenge outright: no Wild Draw Four is challenged where any may be
 #: played (``house.wd4-any-time``), and a player who stacked on one has answered it (``house.stacking``).
 _REFUSING_HOUSE_RULES = frozenset((Rule.HOUSE_WD4_ANY_TIME, Rule.HOUSE_STACKING))
+
+
+def _started(events: tuple[Event, ...]) -> RoundStarted:
+    """The round a round start's events deal."""
+    return next(e for e in events if isinstance(e, RoundStarted))
 
 
 def _cards(cards: tuple[Card, ...]) -> str:
