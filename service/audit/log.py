@@ -317,10 +317,6 @@ class GameLog:
         if self.imported is not None:
             return self._imported_record()
         read = self._read_back(reveal)
-        if read.steps and not isinstance(read.steps[0][0], StartRound):
-            # A record has no line for a command before the first round (only an edited log holds one):
-            # read as a record, for what that makes of it.
-            return self._live_record(reveal, read)
         positions = {1: read.created_at}
         steps_of_line: dict[int, tuple[tuple[StoredEvent, ...], tuple[Event, ...]]] = {}
         for line, (first, written) in enumerate(zip(read.firsts, read.stored, strict=True), start=2):
@@ -383,6 +379,13 @@ class GameLog:
                     prompted = event
                 elif isinstance(event, _PROMPTS_END):
                     prompted = None
+        if steps and not isinstance(steps[0][0], StartRound):
+            # Every game's first command deals (CreateGame may deal it too); a record has no line for
+            # anything before that, so only an edited log holds such a command.
+            row = stored_groups[0][0][0]
+            raise LogError(
+                f"the {row.type} at {row.version} comes before the first round is dealt", row.version
+            )
         return _ReadBack(created, created_row.version, steps, firsts, stored_groups)
 
 
