@@ -24,7 +24,7 @@ the figures of the performance issue (one server process, the bots as the client
 (c) **End to end.** ``uno-audit serve --workers 1`` and then ``--workers 2`` in a subprocess, with 1, 8
     and 64 games in flight, each game on a connection of its own (with several workers the kernel
     spreads connections over them). The load generator must not take the cores it measures: the bots
-    (a rules engine per move, and a seat's hand followed from the replies) cost the client about half
+    (a rules engine per move, and a seat's hand followed from the replies) cost the client about 40 % of
     the server's CPU per command.
     So the commands are generated before the run — four-player classic games played by the simulation's
     bots (:func:`service.play.simulate.play_game`, the dealer given: seat 0), each game's accepted
