@@ -39,6 +39,16 @@ from service.rules.state import State, new_state
 from service.rules.violations import Violation
 
 #: A game still running after this many commands is abandoned (reported, never silently cut short).
+#: Every house rule on, each at its widest (the rules a rule set supports are for it to filter).
+EVERY_HOUSE_RULE: dict[str, object] = {
+    "stacking": "any",
+    "jump_in": True,
+    "seven_o": True,
+    "draw_to_match": True,
+    "force_play": True,
+    "wd4_any_time": True,
+}
+
 MAX_STEPS = 20_000
 
 

@@ -26,6 +26,7 @@ from service.audit.record import Action, ActionKind, RecordError, read_record, w
 from service.audit.verify import verify_record
 from service.cli import main
 from service.rules.cards import Card
+from tests.house_table import EVERY_HOUSE_RULE
 
 DATA = Path(__file__).parent / "data" / "records" / "house"
 
@@ -69,14 +70,7 @@ def hand(report: dict[str, Any], name: str) -> Counter[str]:
 
 
 def test_a_header_with_every_house_rule_reads_and_writes_back() -> None:
-    options = {
-        "stacking": "any",
-        "jump_in": True,
-        "seven_o": True,
-        "draw_to_match": True,
-        "force_play": True,
-        "wd4_any_time": True,
-    }
+    options = dict(EVERY_HOUSE_RULE)
     text = header(options) + "\n" + round_line() + "\n"
     record = read_record(text)
     assert record.header.options == {"dealer_selection": "given", **options}

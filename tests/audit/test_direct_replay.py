@@ -19,18 +19,7 @@ from service.play.simulate import SimulatedGame, play_game
 from service.rules.options import UNSUPPORTED, Variant, make_options
 from service.store import StoredEvent
 from tests.audit.test_log_properties import rows_of
-from tests.house_table import play_house_game
-
-#: Every house rule a rule set may turn on (those it supports).
-HOUSE_RULES: dict[str, Any] = {
-    "stacking": "any",
-    "jump_in": True,
-    "seven_o": True,
-    "draw_to_match": True,
-    "force_play": True,
-    "wd4_any_time": True,
-}
-
+from tests.house_table import EVERY_HOUSE_RULE, play_house_game
 
 #: A target score that keeps games short.
 SHORT = {"target_score": 50}
@@ -38,7 +27,7 @@ SHORT = {"target_score": 50}
 
 def house_rules(variant: Variant) -> dict[str, Any]:
     """Every house rule ``variant`` supports, on, in a short game."""
-    rules = {name: value for name, value in HOUSE_RULES.items() if name not in UNSUPPORTED[variant]}
+    rules = {name: value for name, value in EVERY_HOUSE_RULE.items() if name not in UNSUPPORTED[variant]}
     return {**rules, **SHORT}
 
 
