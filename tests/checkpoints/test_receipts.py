@@ -128,7 +128,7 @@ def rewrites(draw: st.DrawFn) -> tuple[Variant, list[StoredEvent], int]:
     return variant, _rechained(rows), at
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rewrites())
 def test_a_rewrite_with_a_recomputed_chain_is_caught_by_every_receipt_at_or_after_it(
     case: tuple[Variant, list[StoredEvent], int],
