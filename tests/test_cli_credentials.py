@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,6 @@ if TYPE_CHECKING:  # the root conftest is pytest's, not a module to import again
 pytestmark = pytest.mark.timeout(120)
 
 UNO_AUDIT = Path(sys.executable).with_name("uno-audit")
-START_SECONDS = 30.0
 TOKEN = "a-good-admin-token-0123456789"
 
 needs_script = pytest.mark.skipif(not UNO_AUDIT.exists(), reason="the uno-audit script is not installed")
@@ -105,22 +103,22 @@ def test_a_missing_token_file_and_an_empty_service_password_are_refused(tmp_path
 
 
 @needs_script
-async def test_serve_refuses_a_superuser_login_before_touching_the_database(database_url: str) -> None:
+async def test_serve_refuses_a_superuser_login_before_touching_the_database(empty_database_url: str) -> None:
     done = await asyncio.to_thread(
-        _run, "serve", "--database-url", database_url, env=_env(UNO_AUDIT_ADMIN_TOKEN=TOKEN)
+        _run, "serve", "--database-url", empty_database_url, env=_env(UNO_AUDIT_ADMIN_TOKEN=TOKEN)
     )
     _refused(done, "serve", "is (or may SET ROLE to) a superuser")
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(empty_database_url, autocommit=True) as conn:
         row = await (await conn.execute("SELECT to_regclass('schema_migrations')")).fetchone()
     assert row == (None,)  # nothing migrated with it
 
 
 @needs_script
 async def test_migrate_then_serve_as_the_service_login(
-    tmp_path: Path, database_url: str, service_login: ServiceLogin
+    tmp_path: Path, empty_database_url: str, service_login: ServiceLogin
 ) -> None:
     env = _env(UNO_AUDIT_SERVICE_PASSWORD=service_login.password)
-    done = await asyncio.to_thread(_run, "migrate", "--database-url", database_url, env=env)
+    done = await asyncio.to_thread(_run, "migrate", "--database-url", empty_database_url, env=env)
     assert done.returncode == 0, done.stderr
     assert service_login.password not in done.stdout + done.stderr
     printed = json.loads(done.stdout)
@@ -129,13 +127,13 @@ async def test_migrate_then_serve_as_the_service_login(
         "login": "uno_audit_service",
         "password_set": True,
     }
-    service_url = make_conninfo(database_url, user="uno_audit_service", password=service_login.password)
+    service_url = make_conninfo(empty_database_url, user="uno_audit_service", password=service_login.password)
     logged = await _serve_until_serving(tmp_path, "--database-url", service_url, env=_env())
     warnings = [line for line in logged if line.get("level") == "warning"]
     assert [line["event"] for line in warnings] == ["admin actions are disabled: no admin token"]
     assert any(line.get("event") == "serving" and line.get("admin") is False for line in logged)
 
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(empty_database_url, autocommit=True) as conn:
         await conn.execute(
             "DELETE FROM projection_migrations WHERE name = (SELECT max(name) FROM projection_migrations)"
         )
@@ -146,14 +144,14 @@ async def test_migrate_then_serve_as_the_service_login(
 
 @needs_script
 async def test_serve_migrates_with_the_owner_url_and_takes_the_token_from_a_file(
-    tmp_path: Path, database_url: str, service_login: ServiceLogin
+    tmp_path: Path, empty_database_url: str, service_login: ServiceLogin
 ) -> None:
     token_file = tmp_path / "admin-token"
     token_file.write_text(TOKEN + "\n", encoding="utf-8")
-    service_url = make_conninfo(database_url, user="uno_audit_service", password=service_login.password)
+    service_url = make_conninfo(empty_database_url, user="uno_audit_service", password=service_login.password)
     logged = await _serve_until_serving(
         tmp_path, "--database-url", service_url, "--admin-token-file", str(token_file),
-        env=_env(UNO_AUDIT_MIGRATE_URL=database_url, UNO_AUDIT_SERVICE_PASSWORD=service_login.password),
+        env=_env(UNO_AUDIT_MIGRATE_URL=empty_database_url, UNO_AUDIT_SERVICE_PASSWORD=service_login.password),
     )  # fmt: skip
     assert not [line for line in logged if line.get("level") == "warning"]
     assert any(line.get("event") == "serving" and line.get("admin") is True for line in logged)
@@ -175,11 +173,9 @@ async def _serve_until_serving(tmp_path: Path, *args: str, env: dict[str, str]) 
             str(UNO_AUDIT), "serve", "--listen", f"127.0.0.1:{_free_port()}", *args,
             env=env, stdout=stdout, stderr=stderr,
         )  # fmt: skip
-    started = time.monotonic()
     try:
         while '"serving"' not in out.read_text(encoding="utf-8"):
             assert server.returncode is None, f"serve exited: {err.read_text()}"
-            assert time.monotonic() - started < START_SECONDS, f"not serving in time: {err.read_text()}"
             await asyncio.sleep(0.1)
         server.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(server.wait(), 30) == 0, err.read_text()

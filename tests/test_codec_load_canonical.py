@@ -14,6 +14,7 @@ from service.catalogue import encode
 from service.codec import canonical, load_canonical
 from service.play.simulate import play_game
 from service.rules import Variant
+from tests.tiers import examples
 
 _TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)  # no lone surrogates
 _SCALARS = (
@@ -40,7 +41,7 @@ def _same(text: str, kind: str = "CardPlayed") -> None:
     assert load_canonical(kind, text.encode()) == (payload, encoded)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(st.dictionaries(_TEXT, _JSON, max_size=6), st.booleans())
 def test_load_canonical_is_json_loads_and_canonical(payload: dict[str, Any], spaced: bool) -> None:
     # PostgreSQL's jsonb text puts spaces after ":" and ","; either way the bytes are the standard library's.

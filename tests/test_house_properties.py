@@ -29,8 +29,11 @@ from service.rules.events import (
     StackAccepted,
 )
 from service.rules.options import UNSUPPORTED
+from tests.tiers import examples
 
-GAME_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+GAME_SETTINGS = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite

@@ -29,11 +29,14 @@ from service.rules import (
     make_options,
 )
 from service.rules.fair import launcher_count, shuffled
+from tests.tiers import examples
 
 variants = st.sampled_from(list(Variant))
 players = st.integers(min_value=2, max_value=10)
 seeds = st.integers(min_value=0, max_value=2**32)
-GAME_SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+GAME_SETTINGS = settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @GAME_SETTINGS
@@ -102,7 +105,7 @@ def _turn_commands(state_hand: tuple[object, ...], seat: int, target: int) -> li
     return commands
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(variants, players, seeds, st.floats(min_value=0.0, max_value=1.0), st.data())
 def test_no_turn_command_by_a_player_not_on_turn_is_accepted(
     variant: Variant, count: int, seed: int, where: float, data: st.DataObject
@@ -120,7 +123,7 @@ def test_no_turn_command_by_a_player_not_on_turn_is_accepted(
         assert isinstance(decide(state, command), Violation), (state.awaiting, command)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(min_size=1, max_size=64), st.text(max_size=20), st.sampled_from(sorted(DECKS)))
 def test_a_seeded_shuffle_is_a_permutation_and_reproducible(seed: bytes, label: str, deck: str) -> None:
     cards = DECKS[deck]
@@ -129,7 +132,7 @@ def test_a_seeded_shuffle_is_a_permutation_and_reproducible(seed: bytes, label: 
     assert shuffled(seed, label, cards) == once
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(min_size=1, max_size=32), st.lists(st.integers(0, 50), min_size=1, max_size=10))
 def test_a_launcher_press_fires_only_counts_with_weight(seed: bytes, weights: list[int]) -> None:
     if sum(weights) == 0:

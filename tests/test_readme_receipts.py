@@ -11,16 +11,19 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from service.api.server import start_server
 from service.checkpoints.keyring import load_keyring
 from service.cli import main
-from tests.conftest import ServiceLogin
+from tests.api.support import deal_from
 from tests.rewrite import rewrite_recomputing_chain
 from tests.test_readme_walkthrough import README, follows
+
+if TYPE_CHECKING:  # the root conftest is not importable as a module of a package
+    from tests.conftest import ServiceLogin
 
 pytestmark = pytest.mark.postgres
 
@@ -63,6 +66,7 @@ async def test_the_receipt_walkthrough_prints_what_the_readme_shows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    deal_from(monkeypatch, 6)  # the server runs in this process: the same round each run
     (keygen, keygen_lines), _serve, (bots, _), (verify, before), (verify_again, after) = [
         (words, lines) for words, lines in steps()
     ]

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from service.audit.record import RecordError, read_record
 from service.cli import main
+from tests.tiers import examples
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = (ROOT / "tests" / "data" / "records", ROOT.parent / "shared" / "records")
@@ -193,7 +194,7 @@ def assert_one_outcome(code: int, out: str, err: str) -> None:
 
 
 @settings(
-    max_examples=250,
+    max_examples=examples(250),
     deadline=None,
     derandomize=True,
     database=None,

@@ -30,6 +30,7 @@ from service.play.simulate import SimulatedGame, play_game
 from service.rules.commands import Draw, Press, StartRound
 from service.rules.events import PileReshuffled
 from service.rules.options import CustomAction, Variant, make_options
+from tests.tiers import examples
 
 #: Games per rule set, each exported in the three modes and verified: 300 meet every option, table size
 #: and in-action reshuffle the sweep is about (the check below holds it to that) in a third of the CI
@@ -117,7 +118,7 @@ def test_every_record_mode_of_a_game_verifies_to_the_same_result(variant: Varian
     SEEN[variant].clear()
 
     @settings(
-        max_examples=GAMES_PER_RULE_SET,
+        max_examples=examples(GAMES_PER_RULE_SET),
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow],

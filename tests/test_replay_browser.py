@@ -3,8 +3,8 @@ the Wild Draw Four challenge and to the UNO catch, and what the page shows there
 ruling's rule id, the evidence cards, the hands drawn as cards — then a screenshot is saved.
 
 Chromium and its driver are Debian's ``chromium`` and ``chromium-driver``; ``.ci/run`` installs them.
-Without them the test fails, unless ``UNO_AUDIT_NO_BROWSER`` says why they could not be installed
-(``.ci/run`` sets it when apt-get fails): then it is skipped with that reason.
+Without them the test skips, naming what to install, unless ``UNO_AUDIT_REQUIRE_BROWSER`` is set
+(``.ci/run`` sets it): then it fails, so that CI never passes without running it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from service.audit.verify import verify_record
 RECORD = Path(__file__).parent / "data" / "replay" / "wd4_challenge_and_catch.jsonl"
 CHROMIUM = ("chromium", "chromium-browser")
 PNG = b"\x89PNG\r\n\x1a\n"
+REQUIRE_BROWSER_ENV = "UNO_AUDIT_REQUIRE_BROWSER"
 
 
 def _binary(names: tuple[str, ...]) -> str | None:
@@ -39,13 +40,12 @@ def _binary(names: tuple[str, ...]) -> str | None:
 def browser() -> Iterator[WebDriver]:
     chromium, driver = _binary(CHROMIUM), _binary(("chromedriver",))
     if chromium is None or driver is None:
-        why = os.environ.get("UNO_AUDIT_NO_BROWSER")
-        if why:
-            pytest.skip(f"no headless Chromium: {why}")
-        pytest.fail(
-            "chromium and chromedriver are not installed: `apt-get install chromium chromium-driver` "
-            "(.ci/run does), or set UNO_AUDIT_NO_BROWSER to the reason they cannot be"
+        missing = (
+            "headless Chromium and its driver are not installed: apt-get install chromium chromium-driver"
         )
+        if os.environ.get(REQUIRE_BROWSER_ENV):
+            pytest.fail(f"{missing} ({REQUIRE_BROWSER_ENV} is set, so this test may not skip)")
+        pytest.skip(missing)
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100"):

@@ -49,6 +49,7 @@ from service.rules.events import (
 from service.rules.options import UNSUPPORTED, Variant, make_options
 from tests.audit.test_log_properties import rows_of
 from tests.house_table import play_house_game
+from tests.tiers import examples
 
 GAMES_PER_RULE_SET = 100
 
@@ -151,7 +152,7 @@ def test_every_house_rule_game_exports_to_a_valid_record_of_the_same_game(varian
     SEEN[variant].clear()
 
     @settings(
-        max_examples=GAMES_PER_RULE_SET,
+        max_examples=examples(GAMES_PER_RULE_SET),
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow],
@@ -185,7 +186,7 @@ def test_the_bots_house_rule_games_export_to_valid_records(variant: Variant) -> 
     SEEN[variant]["bot games"] = SEEN[variant]["stalled"] = 0
 
     @settings(
-        max_examples=GAMES_PER_RULE_SET // 2,
+        max_examples=examples(GAMES_PER_RULE_SET // 2, fast=20),  # fewer miss a move the check wants
         deadline=None,
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow],

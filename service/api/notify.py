@@ -77,8 +77,14 @@ class Watcher:
         self.game_id = game_id
         self.owner = owner
         self._woken = asyncio.Event()
+        #: Wake-ups by cause: ``notification`` (an append to the game) or ``listening`` (the LISTEN
+        #: connection was lost or regained); what a test of promptness counts instead of seconds.
+        self.wakes: Counter[str] = Counter()
+        #: Whether the stream has caught up and sleeps until it is woken.
+        self.waiting = False
 
-    def wake(self) -> None:
+    def wake(self, cause: str) -> None:
+        self.wakes[cause] += 1
         self._woken.set()
 
     async def events(
@@ -109,7 +115,9 @@ class Watcher:
             if over and not follow:
                 return
             # Caught up. No timeout: an append, or a lost or regained LISTEN connection, wakes us.
+            self.waiting = True
             await self._woken.wait()
+            self.waiting = False
             self._woken.clear()
 
 
@@ -144,6 +152,10 @@ class Notifier:
     def open_streams(self) -> int:
         return self._open
 
+    def watchers_of(self, game_id: str) -> frozenset[Watcher]:
+        """The streams now subscribed to ``game_id``."""
+        return frozenset(self._watchers.get(game_id, ()))
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="uno-audit-notifier")
 
@@ -163,7 +175,7 @@ class Notifier:
                     delay = first
                     async for game_id in wakeups:
                         for watcher in self._watchers.get(game_id, ()):
-                            watcher.wake()
+                            watcher.wake("notification")
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the connection dropped or could not be made: listen again
@@ -189,7 +201,7 @@ class Notifier:
     def _wake_all(self) -> None:
         for watchers in self._watchers.values():
             for watcher in watchers:
-                watcher.wake()
+                watcher.wake("listening")
 
     @contextlib.contextmanager
     def watcher(self, game_id: str, owner: str) -> Iterator[Watcher]:

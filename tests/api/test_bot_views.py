@@ -15,6 +15,7 @@ from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.rules.options import Variant
 
+from .support import deal_from
 from .test_house_bot_games import every_house_rule
 
 pytestmark = pytest.mark.timeout(180)
@@ -45,8 +46,9 @@ GAMES: list[tuple[Variant, int, dict[str, Any]]] = [(variant, 3, {}) for variant
 
 
 async def test_the_view_a_seat_decides_on_is_the_one_the_server_gives_it(
-    stub: pb_grpc.GameServiceStub,
+    stub: pb_grpc.GameServiceStub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    deal_from(monkeypatch, 6)  # the same rounds each run
     tables = [CheckedTable(stub, 5, options) for _, _, options in GAMES]
     await asyncio.gather(
         *(table.play(variant, players, 1) for table, (variant, players, _) in zip(tables, GAMES, strict=True))

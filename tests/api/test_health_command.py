@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -79,9 +78,8 @@ async def test_an_address_that_refuses_exit_1_with_one_line(closed_port: int) ->
 
 
 async def test_a_server_that_never_answers_exit_1_after_the_timeout(silent_port: int) -> None:
-    started = time.monotonic()
+    # Without the timeout it would wait forever: the test's own timeout is the bound, not a clock.
     code, out, err = await _health("--server", f"127.0.0.1:{silent_port}", "--timeout", "1")
-    assert time.monotonic() - started < 10
     assert (code, out) == (1, [])
     [line] = err
     assert line.startswith(f"uno-audit health: 127.0.0.1:{silent_port} server: "), line

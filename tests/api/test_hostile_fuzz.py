@@ -38,6 +38,7 @@ from service.rules.cards import DECKS, Card, Colour
 from service.rules.legality import playable_cards
 from service.rules.options import HOUSE_RULES, OptionError, Variant, make_options
 from tests.test_record_fuzz import SOURCES, record_texts
+from tests.tiers import examples
 
 from .support import ADMIN, ADMIN_TOKEN, auth, count_rows, error_info, fails_with, new_id
 
@@ -51,9 +52,9 @@ QUICK_RECORDS = 60
 CODE = grpc.StatusCode
 
 
-def _quick(examples: int) -> settings:
+def _quick(count: int) -> settings:
     return settings(
-        max_examples=examples,
+        max_examples=examples(count),
         deadline=None,
         derandomize=True,
         database=None,

@@ -28,7 +28,7 @@ from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import ListenError, RunningServer, start_server
 from service.rules.options import Variant
 
-from .support import ADMIN, ADMIN_TOKEN, create_scripted, error_info, fails, header, new_id
+from .support import ADMIN, ADMIN_TOKEN, create_scripted, deal_from, error_info, fails, header, new_id
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin
@@ -98,11 +98,14 @@ async def _count(database_url: str, query: str) -> int:
 
 
 async def test_a_bot_game_moves_the_call_command_write_and_pool_figures(
-    metered: RunningServer, database_url: str
+    metered: RunningServer, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     address = f"127.0.0.1:{metered.port}"
     before = await scrape(metered)
-    summary = await run_bots(address, games=1, variant=Variant.CLASSIC, players=3, concurrency=1, seed=7)
+    deal_from(monkeypatch, 6)  # one round, the same each run: a whole match would prove nothing more
+    summary = await run_bots(
+        address, games=1, variant=Variant.CLASSIC, players=3, concurrency=1, seed=7, target_score=1
+    )
     # Exact counts below rest on this: no call was repeated or refused.
     assert (summary.games, summary.retries, summary.rejected) == (1, 0, 0)
     async with grpc.aio.insecure_channel(address) as channel:

@@ -72,6 +72,7 @@ from service.rules.events import Awaiting
 from service.rules.options import ATTACK_EDITIONS, HOUSE_RULES, UNSUPPORTED, Variant
 from service.rules.state import HAND_SIZE, State, evolve, new_state
 from service.store import EventStore
+from tests.tiers import examples
 
 from .support import ADMIN, Metadata, auth, new_id
 
@@ -821,7 +822,7 @@ def check(known: Knowledge, seen: Iterable[Seen]) -> list[str]:
 
 
 @settings(
-    max_examples=2,
+    max_examples=examples(2),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -35,7 +35,7 @@ from service.api.server import RunningServer, start_server
 from service.api.tls import TLSError, channel_credentials, server_tls
 from service.rules.options import Variant
 
-from .support import ADMIN_TOKEN, new_id
+from .support import ADMIN_TOKEN, deal_from, new_id
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin
@@ -292,7 +292,10 @@ def test_the_command_line_refuses_unusable_tls_in_one_line(
     assert "Traceback" not in done.stderr
 
 
-async def test_the_bots_command_plays_over_tls(tls_server: RunningServer, certificates: Certificates) -> None:
+async def test_the_bots_command_plays_over_tls(
+    tls_server: RunningServer, certificates: Certificates, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deal_from(monkeypatch, 6)  # the server runs in this process: the same short round each run
     bots = await asyncio.create_subprocess_exec(
         str(UNO_AUDIT), "bots", "--server", f"localhost:{tls_server.port}", "--tls-ca",
         str(certificates.ca.cert), "--games", "1", "--variant", "classic", "--players", "2",

@@ -5,7 +5,6 @@ included), unless ``follow`` keeps it open for the entries still to come."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import grpc
 import pytest
@@ -14,10 +13,11 @@ from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.api.server import RunningServer
 from service.store import EventStore
 
 from .support import ADMIN, Game, Metadata, create_scripted, header, new_id, payload, play_script
-from .watching import Reader
+from .watching import Reader, until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -27,6 +27,11 @@ async def _collect(
 ) -> list[pb.Event]:
     call = stub.WatchGame(pb.WatchGameRequest(game_id=game_id, after_version=after), metadata=metadata)
     return [event async for event in call]
+
+
+def _waiting(server: RunningServer, game_id: str) -> int:
+    """How many of the server's streams of ``game_id`` have caught up and wait to be woken."""
+    return sum(watcher.waiting for watcher in server.notifier.watchers_of(game_id))
 
 
 def _following(stub: pb_grpc.GameServiceStub, game_id: str, after: int) -> Reader:
@@ -58,14 +63,14 @@ async def _rule(channel: grpc.aio.Channel, game: Game, dispute: apb.Dispute) -> 
 
 
 async def test_watching_resumes_follows_live_and_ends_with_the_game(
-    stub: pb_grpc.GameServiceStub, store: EventStore
+    stub: pb_grpc.GameServiceStub, store: EventStore, server: RunningServer
 ) -> None:
     game = await create_scripted(stub)
     created = game.reply.version
     # Watchers from the start and from the middle of what is stored, started before the game goes on.
     early = [asyncio.create_task(_collect(stub, game.game_id, after)) for after in (0, 2, created)]
     seat = asyncio.create_task(_collect(stub, game.game_id, created - 1, game.seat(1)))
-    await asyncio.sleep(0.2)
+    await until(lambda: _waiting(server, game.game_id) == 4, 10, "four streams caught up and waiting")
     assert not any(task.done() for task in [*early, seat])
 
     replies = await play_script(stub, game)
@@ -95,28 +100,29 @@ async def test_a_watch_past_the_end_of_a_finished_game_ends(stub: pb_grpc.GameSe
         assert await asyncio.wait_for(_collect(stub, game.game_id, after), 3) == []
 
 
-async def test_live_events_arrive_promptly(stub: pb_grpc.GameServiceStub) -> None:
-    """A command's events reach a watcher at once (LISTEN/NOTIFY), not at the next poll."""
+async def test_live_events_arrive_by_notification(
+    stub: pb_grpc.GameServiceStub, server: RunningServer
+) -> None:
+    """A waiting watcher is woken by the append's notification (LISTEN/NOTIFY), once per command and by
+    nothing else: no timer, no poll. Counted, not timed."""
     game = await create_scripted(stub)
     call = stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id, after_version=game.reply.version))
-    await asyncio.sleep(0.3)
+    await until(lambda: len(server.notifier.watchers_of(game.game_id)) == 1, 10, "the stream to subscribe")
+    (watcher,) = server.notifier.watchers_of(game.game_id)
     script: list[tuple[int, pb.PlayRequest | pb.DrawRequest]]
     script = [(1, pb.PlayRequest(card="R1")), (2, pb.DrawRequest()), (0, pb.DrawRequest())]
     script += [(1, pb.PlayRequest(card="R2")), (2, pb.DrawRequest())]
-    delays = []
-    for seat, request in script:
+    for commands, (seat, request) in enumerate(script, start=1):
+        await until(lambda: watcher.waiting, 10, "the stream to catch up and wait")
         request.header.CopyFrom(header(game.game_id))
-        await asyncio.sleep(0.25)  # the watcher is waiting
-        sent = time.perf_counter()
         method = stub.Play if isinstance(request, pb.PlayRequest) else stub.Draw
         reply: pb.CommandReply = await method(request, metadata=game.seat(seat))
         for expected in reply.events:
-            event = await asyncio.wait_for(call.read(), 3)
+            event = await call.read()
             assert isinstance(event, pb.Event)
             assert (event.version, event.type) == (expected.version, expected.type)
-        delays.append(time.perf_counter() - sent)
+        assert watcher.wakes == {"notification": commands}, watcher.wakes
     call.cancel()
-    assert max(delays) < 0.5, f"live events took {delays} s: woken by polling, not by notifications?"
 
 
 async def test_a_cancelled_watch_frees_the_server(stub: pb_grpc.GameServiceStub) -> None:
@@ -138,7 +144,7 @@ async def test_a_cancelled_watch_frees_the_server(stub: pb_grpc.GameServiceStub)
 
 
 async def test_a_finished_game_streams_its_audit_entries_then_ends_unless_followed(
-    stub: pb_grpc.GameServiceStub, channel: grpc.aio.Channel
+    stub: pb_grpc.GameServiceStub, channel: grpc.aio.Channel, server: RunningServer
 ) -> None:
     game = await create_scripted(stub)
     end = (await play_script(stub, game))[-1].version
@@ -161,21 +167,21 @@ async def test_a_finished_game_streams_its_audit_entries_then_ends_unless_follow
     assert ruled.ruled_at == end + 2
     assert [e.version for e in await from_start.has(end + 2)] == list(range(1, end + 3))
     assert [(e.version, e.type) for e in await from_now.has(1)] == [(end + 2, "DisputeRuled")]
-    await asyncio.sleep(0.3)
+    await until(lambda: _waiting(server, game.game_id) == 2, 10, "both followed streams waiting for more")
     assert not from_start.task.done() and not from_now.task.done(), "a followed stream ended by itself"
     await from_start.close()
     await from_now.close()
 
 
 async def test_a_game_in_progress_is_followed_to_its_end_and_with_follow_beyond(
-    stub: pb_grpc.GameServiceStub, channel: grpc.aio.Channel
+    stub: pb_grpc.GameServiceStub, channel: grpc.aio.Channel, server: RunningServer
 ) -> None:
     game = await create_scripted(stub)
     created = game.reply.version
     plain = asyncio.create_task(_collect(stub, game.game_id, created))
     past = asyncio.create_task(_collect(stub, game.game_id, 1000))  # a version the game never reaches
     followed = _following(stub, game.game_id, created)
-    await asyncio.sleep(0.2)
+    await until(lambda: _waiting(server, game.game_id) == 3, 10, "three streams caught up and waiting")
     end = (await play_script(stub, game))[-1].version
 
     events = await asyncio.wait_for(plain, 10)

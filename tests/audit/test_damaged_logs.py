@@ -58,6 +58,7 @@ from service.store import GENESIS_HASH, EventStore, StoredEvent, chain_hash
 from tests import golden
 from tests.api.support import ADMIN
 from tests.projections.projection_support import simulate, store_game
+from tests.tiers import examples
 
 from .logs import imported_rows
 from .test_tamper import tamper
@@ -317,7 +318,7 @@ async def cli(*argv: str) -> tuple[int, Any, str]:
 
 
 @settings(
-    max_examples=24,
+    max_examples=examples(24),
     deadline=None,
     # Every example stores a real game: shrinking one would take minutes, and the failing example is
     # printed as drawn (each draw is labelled) and replayed from the example database.

@@ -20,6 +20,7 @@ from service.rules.options import UNSUPPORTED, Variant, make_options
 from service.store import StoredEvent
 from tests.audit.test_log_properties import rows_of
 from tests.house_table import EVERY_HOUSE_RULE, play_house_game
+from tests.tiers import examples
 
 #: A target score that keeps games short.
 SHORT = {"target_score": 50}
@@ -73,7 +74,9 @@ def test_a_game_replayed_from_its_commands_reports_as_from_its_record(variant: V
     assert rulings  # catches and challenges were judged
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@settings(
+    max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+)
 @given(
     variant=st.sampled_from(list(Variant)),
     seed=st.integers(0, 2**32),

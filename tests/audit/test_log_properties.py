@@ -18,6 +18,7 @@ from service.audit.stored_game import adjudicate, verify_game
 from service.play.simulate import SimulatedGame, play_game
 from service.rules.options import Variant
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
+from tests.tiers import examples
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -53,7 +54,7 @@ def rows_of(game: SimulatedGame, game_id: str = "g") -> list[StoredEvent]:
     return rows
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.sampled_from(list(Variant)), st.integers(2, 5), st.integers(0, 2**32))
 def test_a_stored_game_reads_back_and_verifies_valid(variant: Variant, players: int, seed: int) -> None:
     game = play_game(variant, players, seed)

@@ -17,6 +17,7 @@ from service.audit.verify import verify_record
 from service.play.simulate import play_game
 from service.rules.cards import DECKS
 from service.rules.options import Variant
+from tests.tiers import examples
 
 from .logs import imported_rows
 
@@ -46,7 +47,7 @@ def edited_records(draw: st.DrawFn) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(edited_records())
 def test_an_edited_record_is_refused_or_judged_never_a_crash(text: str) -> None:
     try:

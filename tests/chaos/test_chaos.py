@@ -18,8 +18,18 @@ if str(ROOT) not in sys.path:  # bench/ is not an installed package
     sys.path.insert(0, str(ROOT))
 
 from bench.chaos import Plan, render, run_chaos  # noqa: E402
+from tests import tiers  # noqa: E402
 
-SHORT = Plan(seconds=24.0, kills=2, projector_kills=1, restarts=2, outage=3.0, concurrency=4, seed=7)
+#: The faults are spread over the run's seconds: the full tier gives each more load around it.
+SHORT = Plan(
+    seconds=24.0 if tiers.full else 10.0,
+    kills=2,
+    projector_kills=1,
+    restarts=2,
+    outage=3.0 if tiers.full else 1.5,
+    concurrency=4,
+    seed=7,
+)
 
 
 @pytest.mark.timeout(420)  # generous: a loaded CI machine is slow to start processes

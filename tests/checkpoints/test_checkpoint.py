@@ -33,6 +33,7 @@ from service.checkpoints import (
     verify_consistency,
     verify_game_in_tournament,
 )
+from tests.tiers import examples
 
 SERVICE = "uno-audit.example"
 SERVICE_KEY = Signer.from_seed(SERVICE, hashlib.sha256(b"service key").digest())
@@ -222,7 +223,7 @@ signature_lines = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     origin=origins,
     size=st.integers(0, 2**63 - 1),

@@ -19,6 +19,7 @@ from service.checkpoints import (
     verify_consistency,
     verify_inclusion,
 )
+from tests.tiers import examples
 
 # The Certificate Transparency test vectors (transparency-dev/merkle testonly/constants.go and
 # proof/verify_test.go): eight leaves, the root of every prefix, and some proofs.
@@ -155,7 +156,7 @@ def _flip(value: bytes, bit: int) -> bytes:
 sizes = st.integers(1, 64).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(sizes, st.data())
 def test_a_tampered_inclusion_proof_fails(size_index: tuple[int, int], data: st.DataObject) -> None:
     n, m = size_index
@@ -219,7 +220,7 @@ def test_a_size_alone_is_not_what_an_inclusion_proof_binds() -> None:
 pairs = st.integers(2, 64).flatmap(lambda n: st.tuples(st.integers(1, n - 1), st.just(n)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(pairs, st.data())
 def test_a_tampered_consistency_proof_fails(sizes_: tuple[int, int], data: st.DataObject) -> None:
     m, n = sizes_

@@ -26,6 +26,7 @@ from service.checkpoints import (
     sign_checked,
     sign_text,
 )
+from tests.tiers import examples
 
 # The known answers of golang.org/x/mod/sumdb/note (note.go's package documentation and note_test.go):
 # a signer key, its verifier key, a text, and the signed note the Go package makes of them.
@@ -250,7 +251,7 @@ text_lines = st.text(
 ).filter(lambda line: "\n" not in line)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     lines=st.lists(text_lines, min_size=1, max_size=8),
     signatures=st.lists(
@@ -268,7 +269,7 @@ def test_any_note_round_trips_byte_for_byte(
     assert parse_note(text.encode()).format().encode() == text.encode()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(lines=st.lists(text_lines, min_size=1, max_size=8), name=key_names, earlier=st.booleans())
 def test_signing_a_checked_note_gives_what_signing_the_note_gives(
     lines: list[str], name: str, earlier: bool

@@ -30,6 +30,7 @@ from service.checkpoints.receipts import (
 from service.play.simulate import play_game
 from service.rules import Variant
 from service.store.model import GENESIS_HASH, StoredEvent, chain_hash
+from tests.tiers import examples
 
 SERVICE = "uno-audit.example"
 GAME = "6f1c1f9e-3a55-4f61-9a4e-0d6d3c1f0a11"
@@ -80,6 +81,8 @@ def _receipts(rows: list[StoredEvent], signer: Signer = SIGNER) -> list[str]:
 
 
 ROWS = {variant: _rows(variant, 11) for variant in Variant}
+#: The receipts the players of each game kept: one per version, signed once (Ed25519 is deterministic).
+RECEIPTS = {variant: _receipts(rows) for variant, rows in ROWS.items()}
 
 
 def _check(rows: list[StoredEvent], receipts: list[str]) -> list[str]:
@@ -88,14 +91,15 @@ def _check(rows: list[StoredEvent], receipts: list[str]) -> list[str]:
 
 
 def test_every_receipt_of_an_untouched_log_matches() -> None:
-    for rows in ROWS.values():
-        assert set(_check(rows, _receipts(rows))) == {MATCHES}
+    for variant, rows in ROWS.items():
+        assert set(_check(rows, RECEIPTS[variant])) == {MATCHES}
 
 
 @st.composite
 def rewrites(draw: st.DrawFn) -> tuple[Variant, list[StoredEvent], int]:
     """A game's rows rewritten from some version on (edited, deleted or swapped, then re-chained), and
-    the first version whose contents differ."""
+    the version the rewrite was made at (the first version whose contents differ may be later: deleting
+    the first of two equal events changes the history only from the second on)."""
     variant = draw(st.sampled_from(list(Variant)))
     rows = list(ROWS[variant])
     at = draw(st.integers(2, len(rows)))  # GameCreated stays: the rewrite is of the play
@@ -128,21 +132,57 @@ def rewrites(draw: st.DrawFn) -> tuple[Variant, list[StoredEvent], int]:
     return variant, _rechained(rows), at
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _first_difference(rewritten: list[StoredEvent], original: list[StoredEvent]) -> int | None:
+    """The first version whose type or payload differs between the two logs (a log that is a prefix of
+    the other differs at the version only the other has), or None if they are the same."""
+    for version, (new, old) in enumerate(zip(rewritten, original, strict=False), start=1):
+        if (new.type, new.payload) != (old.type, old.payload):
+            return version
+    if len(rewritten) != len(original):
+        return min(len(rewritten), len(original)) + 1
+    return None
+
+
+def _caught_from(variant: Variant, rewritten: list[StoredEvent]) -> None:
+    """Every receipt before the first version that differs matches, and every one from it on is caught."""
+    original = ROWS[variant]
+    differs = _first_difference(rewritten, original)
+    if differs is None:
+        return  # a swap of two equal events, or a delete of one of two: the history is the same
+    verdicts = _check(rewritten, RECEIPTS[variant])
+    assert verdicts[: differs - 1] == [MATCHES] * (differs - 1), "a receipt before the rewrite was blamed"
+    for version, verdict in enumerate(verdicts[differs - 1 :], start=differs):
+        assert verdict in (REWRITTEN, MISSING), f"the receipt at version {version} missed the rewrite"
+    # The rewritten chain itself is consistent: only the receipts can tell.
+    assert [r.hash for r in rewritten] == recomputed_heads(GAME, rewritten)
+
+
+@settings(max_examples=examples(200), suppress_health_check=[HealthCheck.too_slow])
 @given(rewrites())
 def test_a_rewrite_with_a_recomputed_chain_is_caught_by_every_receipt_at_or_after_it(
     case: tuple[Variant, list[StoredEvent], int],
 ) -> None:
     variant, rewritten, at = case
-    original = ROWS[variant]
-    if [(r.type, r.payload) for r in rewritten] == [(r.type, r.payload) for r in original]:
-        return  # a swap of two identical events changes nothing
-    verdicts = _check(rewritten, _receipts(original))
-    assert verdicts[: at - 1] == [MATCHES] * (at - 1), "a receipt before the rewrite was blamed"
-    for version, verdict in enumerate(verdicts[at - 1 :], start=at):
-        assert verdict in (REWRITTEN, MISSING), f"the receipt at version {version} missed the rewrite"
-    # The rewritten chain itself is consistent: only the receipts can tell.
-    assert [r.hash for r in rewritten] == recomputed_heads(GAME, rewritten)
+    differs = _first_difference(rewritten, ROWS[variant])
+    assert differs is None or differs >= at, "the history changed before the version rewritten"
+    _caught_from(variant, rewritten)
+
+
+def test_deleting_the_first_of_two_equal_events_is_caught_from_the_second() -> None:
+    """A case the property once drew: two equal consecutive events, the first deleted. The history up
+    to the first is unchanged, so its receipt rightly matches; the next one is caught."""
+    equal = [
+        (variant, version)
+        for variant, rows in ROWS.items()
+        for version in range(1, len(rows))
+        if (rows[version - 1].type, rows[version - 1].payload) == (rows[version].type, rows[version].payload)
+    ]
+    assert equal, "no game here has two equal consecutive events"
+    variant, at = equal[0]
+    rows = ROWS[variant]
+    rewritten = _rechained([*rows[: at - 1], *rows[at:]])
+    assert _first_difference(rewritten, rows) == at + 1
+    _caught_from(variant, rewritten)
 
 
 def test_forged_re_signed_and_other_games_receipts_are_refused() -> None:

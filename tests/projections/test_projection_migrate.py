@@ -13,13 +13,13 @@ from projections.writer import text_key
 pytestmark = pytest.mark.timeout(60)
 
 
-async def test_concurrent_migrators_apply_each_file_once(database_url: str) -> None:
-    results = await asyncio.gather(*(apply_migrations(database_url) for _ in range(3)))
+async def test_concurrent_migrators_apply_each_file_once(empty_database_url: str) -> None:
+    results = await asyncio.gather(*(apply_migrations(empty_database_url) for _ in range(3)))
     names = [m.name for m in migrations()]
     # Each file is its own transaction, so the migrators may share the files out; each runs once.
     assert sorted(name for applied in results for name in applied) == names
-    assert await apply_migrations(database_url) == []
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+    assert await apply_migrations(empty_database_url) == []
+    async with await psycopg.AsyncConnection.connect(empty_database_url, autocommit=True) as conn:
         cursor = await conn.execute("SELECT name FROM projection_migrations ORDER BY name")
         assert [name for (name,) in await cursor.fetchall()] == names
         cursor = await conn.execute("SELECT count(*) FROM schema_migrations")  # the store's, applied first

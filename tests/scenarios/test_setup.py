@@ -39,6 +39,7 @@ from service.rules.events import (
     Prompted,
     RoundStarted,
 )
+from tests.tiers import examples
 
 from .support import (
     created,
@@ -182,7 +183,7 @@ def test_duplicate_or_empty_player_names_are_rejected(players: tuple[str, ...]) 
         lambda name: not (0 < len(name) <= 64 and name.isprintable() and name.strip())
     )
 )
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_a_player_name_is_one_to_64_printable_characters(name: str) -> None:
     # Names are shown, stored and keyed on (read models): control characters, line breaks and
     # unbounded lengths are refused at creation, whatever else they hold.

@@ -87,10 +87,3 @@ async def count(url: str, query: str, *params: Any) -> int:
         row = await cursor.fetchone()
         assert row is not None
         return int(row[0])
-
-
-def database_url_is_local(url: str) -> bool:
-    from psycopg.conninfo import conninfo_to_dict
-
-    params = conninfo_to_dict(url)
-    return params.get("host") == "127.0.0.1" and str(params.get("port")) == "5432"

@@ -24,36 +24,36 @@ from service.store import (
 from .support import assert_valid_stream, count, played
 
 
-async def test_migrate_twice_applies_nothing_the_second_time(database_url: str) -> None:
+async def test_migrate_twice_applies_nothing_the_second_time(empty_database_url: str) -> None:
     names = [m.name for m in migrations()]
     assert names == sorted(names) and names[0] == "0001_events"
-    async with await EventStore.open(database_url) as store:
+    async with await EventStore.open(empty_database_url) as store:
         assert await store.migrate() == names
         assert await store.migrate() == []
-    assert await count(database_url, "SELECT count(*) FROM schema_migrations") == len(names)
+    assert await count(empty_database_url, "SELECT count(*) FROM schema_migrations") == len(names)
 
 
-async def test_concurrent_migrations_do_not_fail(database_url: str) -> None:
-    results = await asyncio.gather(*(apply_migrations(database_url) for _ in range(6)))
+async def test_concurrent_migrations_do_not_fail(empty_database_url: str) -> None:
+    results = await asyncio.gather(*(apply_migrations(empty_database_url) for _ in range(6)))
     names = [m.name for m in migrations()]
     # Each migration is applied by exactly one of the runners (each takes the lock per migration, in
     # order, so one may apply the first and another the next).
     assert sorted(name for result in results for name in result) == names
     assert all(result == sorted(result) for result in results)
-    assert await count(database_url, "SELECT count(*) FROM schema_migrations") == len(names)
+    assert await count(empty_database_url, "SELECT count(*) FROM schema_migrations") == len(names)
 
 
 async def test_concurrent_migrations_of_several_databases_share_the_role(
-    postgres_url: str, database_url: str
+    postgres_url: str, empty_database_url: str
 ) -> None:
     """The role is cluster-wide, created by whichever database migrates first; all of them succeed."""
-    base = conninfo_to_dict(database_url)["dbname"]
+    base = conninfo_to_dict(empty_database_url)["dbname"]
     extra = [f"{base}_{n}" for n in range(3)]
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         for name in extra:
             await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
-        urls = [database_url] + [make_conninfo(postgres_url, dbname=name) for name in extra]
+        urls = [empty_database_url] + [make_conninfo(postgres_url, dbname=name) for name in extra]
         results = await asyncio.gather(*(apply_migrations(url) for url in urls))
         assert all(result == [m.name for m in migrations()] for result in results)
     finally:
@@ -71,10 +71,10 @@ async def test_an_applied_migration_that_changed_is_an_error(store: EventStore, 
         await store.migrate()
 
 
-async def test_a_database_from_before_0003_keeps_its_commands_and_streams(database_url: str) -> None:
+async def test_a_database_from_before_0003_keeps_its_commands_and_streams(empty_database_url: str) -> None:
     """Migration 0003 re-keys the ledger and the events of a database that already has games."""
     before = [m for m in migrations() if m.name < "0003"]
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+    async with await psycopg.AsyncConnection.connect(empty_database_url, autocommit=True) as conn:
         await conn.execute(
             "CREATE TABLE schema_migrations (name text PRIMARY KEY, sha256 bytea NOT NULL, "
             "applied_at timestamptz NOT NULL DEFAULT now())"
@@ -85,8 +85,8 @@ async def test_a_database_from_before_0003_keeps_its_commands_and_streams(databa
                 "INSERT INTO schema_migrations (name, sha256) VALUES (%s, %s)",
                 (migration.name, migration.sha256),
             )
-    async with await EventStore.open(database_url) as store:
-        await store_old_game(database_url)
+    async with await EventStore.open(empty_database_url) as store:
+        await store_old_game(empty_database_url)
         assert await store.migrate() == [m.name for m in migrations() if m.name >= "0003"]
         again = await store.append("old", 1, [played(1)], command_id="c1", request_hash=b"r", metadata={})
         assert again.duplicate and (again.first_version, again.last_version) == (2, 2)
@@ -95,8 +95,8 @@ async def test_a_database_from_before_0003_keeps_its_commands_and_streams(databa
         assert await store.command("old", "create:old") == (b"c", 1, 1)
         await store.append("old", 2, [played(2)], command_id="c2", request_hash=b"r", metadata={})
         assert_valid_stream(await store.read_stream("old"))
-    assert await count(database_url, "SELECT count(*) FROM commands WHERE game_id = 'old'") == 3
-    assert await count(database_url, "SELECT to_regclass('command_ids') IS NULL") == 1
+    assert await count(empty_database_url, "SELECT count(*) FROM commands WHERE game_id = 'old'") == 3
+    assert await count(empty_database_url, "SELECT to_regclass('command_ids') IS NULL") == 1
 
 
 async def store_old_game(url: str) -> None:
