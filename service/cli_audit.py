@@ -97,8 +97,10 @@ def on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[int
         url, embedded = embedded_database(data_dir)  # shared with a `serve` running on the same folder
 
     async def run(url: str) -> int:
-        try:  # fail fast, with the server's own words, rather than after the pool's 30 s of retries
-            probe = await psycopg.AsyncConnection.connect(url, connect_timeout=10)
+        # Fail fast, with the server's own words, rather than after the pool's 30 s of retries; libpq
+        # gives up after $PGCONNECT_TIMEOUT seconds (main() makes 10 the default), as for every command.
+        try:
+            probe = await psycopg.AsyncConnection.connect(url)
         except psycopg.Error as error:
             raise _Stop(f"cannot connect to the database: {_one_line(error)}") from None
         await probe.close()

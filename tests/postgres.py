@@ -64,6 +64,8 @@ class PostgresServer:
         statement = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
         if template is not None:
             statement += sql.SQL(" TEMPLATE {}").format(sql.Identifier(template))
+            if self.private:  # a copy of the files: a third of WAL_LOG's time; its checkpoint is cheap here
+                statement += sql.SQL(" STRATEGY FILE_COPY")
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(statement)
         return make_conninfo(self.url, dbname=name)
