@@ -8,10 +8,10 @@ draws them; each game is exported in the three modes, written, read back and ver
 valid and agree with the game itself — which is only true if every imposed draw, press and item flip
 crosses an empty pile the same way in all of them (``draw.reshuffle``).
 
-The sweep is large on purpose (1,000 games per rule set in the full tier): a reshuffle inside an action — a +2, a Wild
-Draw Four accepted or challenged, an UNO penalty, Victory Lap, Lightning, Bob-omb, Banana, a Hit 2 or
-Wild Hit 4 or Attack-Attack, Hit-Fire — happens in only some games, so the test also counts them and
-requires that the sweep met the class.
+The sweep is large on purpose (1,000 games per rule set in the full tier): a reshuffle inside an
+action — a +2, a Wild Draw Four accepted or challenged, an UNO penalty, Victory Lap, Lightning, Bob-omb,
+Banana, a Hit 2 or Wild Hit 4 or Attack-Attack, Hit-Fire — happens in only some games, so the test also
+counts them and requires that the sweep met the class.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ async def test_watching_resumes_follows_live_and_ends_with_the_game(
     # Watchers from the start and from the middle of what is stored, started before the game goes on.
     early = [asyncio.create_task(_collect(stub, game.game_id, after)) for after in (0, 2, created)]
     seat = asyncio.create_task(_collect(stub, game.game_id, created - 1, game.seat(1)))
-    await until(lambda: _waiting(server, game.game_id) == 4, 10, "four streams caught up and waiting")
+    await until(lambda: _waiting(server, game.game_id) == 4, "four streams caught up and waiting")
     assert not any(task.done() for task in [*early, seat])
 
     replies = await play_script(stub, game)
@@ -107,13 +107,13 @@ async def test_live_events_arrive_by_notification(
     nothing else: no timer, no poll. Counted, not timed."""
     game = await create_scripted(stub)
     call = stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id, after_version=game.reply.version))
-    await until(lambda: len(server.notifier.watchers_of(game.game_id)) == 1, 10, "the stream to subscribe")
+    await until(lambda: len(server.notifier.watchers_of(game.game_id)) == 1, "the stream to subscribe")
     (watcher,) = server.notifier.watchers_of(game.game_id)
     script: list[tuple[int, pb.PlayRequest | pb.DrawRequest]]
     script = [(1, pb.PlayRequest(card="R1")), (2, pb.DrawRequest()), (0, pb.DrawRequest())]
     script += [(1, pb.PlayRequest(card="R2")), (2, pb.DrawRequest())]
     for commands, (seat, request) in enumerate(script, start=1):
-        await until(lambda: watcher.waiting, 10, "the stream to catch up and wait")
+        await until(lambda: watcher.waiting, "the stream to catch up and wait")
         request.header.CopyFrom(header(game.game_id))
         method = stub.Play if isinstance(request, pb.PlayRequest) else stub.Draw
         reply: pb.CommandReply = await method(request, metadata=game.seat(seat))
@@ -167,7 +167,7 @@ async def test_a_finished_game_streams_its_audit_entries_then_ends_unless_follow
     assert ruled.ruled_at == end + 2
     assert [e.version for e in await from_start.has(end + 2)] == list(range(1, end + 3))
     assert [(e.version, e.type) for e in await from_now.has(1)] == [(end + 2, "DisputeRuled")]
-    await until(lambda: _waiting(server, game.game_id) == 2, 10, "both followed streams waiting for more")
+    await until(lambda: _waiting(server, game.game_id) == 2, "both followed streams waiting for more")
     assert not from_start.task.done() and not from_now.task.done(), "a followed stream ended by itself"
     await from_start.close()
     await from_now.close()
@@ -181,7 +181,7 @@ async def test_a_game_in_progress_is_followed_to_its_end_and_with_follow_beyond(
     plain = asyncio.create_task(_collect(stub, game.game_id, created))
     past = asyncio.create_task(_collect(stub, game.game_id, 1000))  # a version the game never reaches
     followed = _following(stub, game.game_id, created)
-    await until(lambda: _waiting(server, game.game_id) == 3, 10, "three streams caught up and waiting")
+    await until(lambda: _waiting(server, game.game_id) == 3, "three streams caught up and waiting")
     end = (await play_script(stub, game))[-1].version
 
     events = await asyncio.wait_for(plain, 10)

@@ -86,7 +86,7 @@ async def test_a_lost_listen_connection_loses_no_event(
     game = await create_scripted(stub)
     created = game.reply.version
     reader = Reader(stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id, after_version=created)))
-    await until(lambda: server.notifier.listening and server.notifier.open_streams == 1, 10, "the stream")
+    await until(lambda: server.notifier.listening and server.notifier.open_streams == 1, "the stream")
 
     # From now on, listening again waits for the gate: the outage lasts as long as the test wants.
     gate = asyncio.Event()
@@ -106,8 +106,8 @@ async def test_a_lost_listen_connection_loses_no_event(
             "WHERE datname = current_database() AND query = 'LISTEN uno_events'"
         )
         assert await cursor.fetchall(), "no LISTEN connection to terminate"
-    await until(lambda: not server.notifier.listening, 10, "the notifier to see its connection gone")
-    await until(lambda: reads.finished >= 1, 10, "the read every stream makes when the connection is lost")
+    await until(lambda: not server.notifier.listening, "the notifier to see its connection gone")
+    await until(lambda: reads.finished >= 1, "the read every stream makes when the connection is lost")
 
     # Appended while nobody listens: its notification goes nowhere.
     played = await _play_first_card(stub, game.game_id, game.seat(1))
@@ -202,13 +202,13 @@ async def test_stream_limits_per_caller_and_in_all(database_url: str, service_lo
         seat1 = await _eventually_accepted(stub, gid, game.seat(1))
         # A stream that ends by itself frees its place too: a finished game's ends after its last event.
         seat1.cancel()
-        await until(lambda: running.notifier.open_streams == 4, 10, "the cancelled stream to close")
+        await until(lambda: running.notifier.open_streams == 4, "the cancelled stream to close")
         await play_script(stub, game)
         ended = [e async for e in stub.WatchGame(pb.WatchGameRequest(game_id=gid), metadata=ADMIN)]
         assert ended[-1].type == "GameEnded"
         for call in [*seat0, spectators[1], admin]:
             call.cancel()
-        await until(lambda: running.notifier.open_streams == 0, 10, "every stream to close")
+        await until(lambda: running.notifier.open_streams == 0, "every stream to close")
 
 
 async def _long_game(
