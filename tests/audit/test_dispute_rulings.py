@@ -23,6 +23,7 @@ from service.api.server import RunningServer
 from service.audit.entries import DisputeFiled, DisputeRuled
 from service.catalogue import decode_entry
 from service.store import NewEvent
+from tests.api.shared_server import shared_address, shared_channel, shared_server  # noqa: F401
 from tests.api.support import ADMIN, Metadata, auth, new_id
 
 from .disputed import (
@@ -45,6 +46,9 @@ from .disputed import (
 from .test_adjudication import down_to_one
 
 AuditStub = audit_pb2_grpc.AuditServiceStub
+
+# Every test imports and disputes games of its own: one server for the module (48 cases).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 #: Who files a catch dispute: a seat with its own token, or the adjudicator filing for the caught player.
 CATCH_FILERS = {"catcher": BOB, "caught": ANN, "third-seat": CY, "adjudicator": None}
