@@ -55,8 +55,6 @@ class Outcome:
     state: State
     duplicate: bool
     tournament_id: str
-    #: The version ``state`` is at when it is not ``version``: a duplicate is answered with today's state.
-    state_version: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,25 +94,29 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
         if loaded is not None and not fresh:
             return loaded
         if loaded is None:
-            events = await self.store.read_stream(game_id)
-            if not events:
-                raise NotFound(f"no game {game_id!r}")
-            if events[0].type == RecordImported.__name__:
-                raise Precondition(
-                    f"game {game_id!r} is an imported table record: it takes no commands and has no live "
-                    "table; AuditService verifies, exports and rules on it",
-                    reason="IMPORTED_GAME",
-                )
-            first = decode_event(events[0].type, events[0].payload)
-            assert isinstance(first, GameCreated)
-            seed = await self.store.seed(game_id)
-            row = await self.store.game(game_id)
-            state = new_state(dataclasses.replace(first, seed=seed))
-            loaded = Loaded(state, 1, events[0].hash, row.tournament_id if row else "")
-            self._apply(loaded, events[1:])
+            loaded = await self._fold(game_id, await self.store.read_stream(game_id))
         else:
             self._apply(loaded, await self.store.read_stream(game_id, after_version=loaded.version))
         self._remember(game_id, loaded)
+        return loaded
+
+    async def _fold(self, game_id: str, events: Sequence[StoredEvent]) -> Loaded:
+        """The game as ``events`` (its log from version 1 on, complete or up to some version) leave it."""
+        if not events:
+            raise NotFound(f"no game {game_id!r}")
+        if events[0].type == RecordImported.__name__:
+            raise Precondition(
+                f"game {game_id!r} is an imported table record: it takes no commands and has no live "
+                "table; AuditService verifies, exports and rules on it",
+                reason="IMPORTED_GAME",
+            )
+        first = decode_event(events[0].type, events[0].payload)
+        assert isinstance(first, GameCreated)
+        seed = await self.store.seed(game_id)
+        row = await self.store.game(game_id)
+        state = new_state(dataclasses.replace(first, seed=seed))
+        loaded = Loaded(state, 1, events[0].hash, row.tournament_id if row else "")
+        self._apply(loaded, events[1:])
         return loaded
 
     def _apply(self, loaded: Loaded, events: Sequence[StoredEvent]) -> None:
@@ -216,12 +218,9 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
         return Outcome(game_id, result.last_version, result.events, state, False, loaded.tournament_id)
 
     async def _replay(self, game_id: str, result: AppendResult) -> Outcome:
-        loaded = await self.load(game_id)
-        events = await self.store.read_stream(
-            game_id,
-            after_version=result.first_version - 1,
-            limit=result.last_version - result.first_version + 1,
-        )
-        return Outcome(
-            game_id, result.last_version, events, loaded.state, True, loaded.tournament_id, loaded.version
-        )
+        """A retried command's first answer: its events, and the game as they left it, folded again from
+        the log up to them (the game may have moved on since; today's state is not what was answered)."""
+        log = await self.store.read_stream(game_id, limit=result.last_version)
+        then = await self._fold(game_id, log)
+        events = log[result.first_version - 1 :]
+        return Outcome(game_id, result.last_version, events, then.state, True, then.tournament_id)

@@ -198,14 +198,14 @@ def command_rpc(
         fields["version"] = outcome.version
         log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
         metrics.command(method, fields["outcome"])
-        players = len(outcome.state.players)
+        players = outcome.state.players
         return pb.CommandReply(
             version=outcome.version,
             events=[event_message(e, caller, players) for e in outcome.events],
             view=game_view(
                 outcome.game_id,
                 outcome.state,
-                outcome.version if outcome.state_version is None else outcome.state_version,
+                outcome.version,
                 caller,
                 outcome.tournament_id,
             ),
@@ -408,7 +408,7 @@ class GameService(pb_grpc.GameServiceServicer):
         # the load wakes this stream even if it commits before the first wait.
         with self.notifier.watcher(game_id, stream_owner(caller, game_id, context.peer())) as watcher:
             loaded = await self.handler.load(game_id)
-            players = len(loaded.state.players)
+            players = loaded.state.players
             stored = watcher.events(
                 request.after_version,
                 version=loaded.version,

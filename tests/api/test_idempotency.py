@@ -4,6 +4,7 @@ command id with another request is INVALID_ARGUMENT naming ``command_id``."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
 import pytest
@@ -13,10 +14,13 @@ from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import (
     ADMIN,
+    SCRIPT_HANDS,
     Game,
+    Metadata,
     arranged_deck,
     count_rows,
     create_game,
+    create_scripted,
     error_info,
     fails_with,
     header,
@@ -71,12 +75,47 @@ async def test_a_retry_answers_the_first_result_and_appends_nothing(
     moved: pb.CommandReply = await stub.Play(
         pb.PlayRequest(header=header(game.game_id), card="Y1"), metadata=game.seat(2)
     )
+    assert moved.view.version > first.version
     rows = await count_rows(database_url)
     late: pb.CommandReply = await stub.Play(play, metadata=game.seat(1))
     assert late.duplicate
     _same_events(first, late)
-    assert late.view.version == moved.version  # the view is the game as it is now
+    _the_first_reply_exactly(first, late)
     assert await count_rows(database_url) == rows
+
+
+def _the_first_reply_exactly(first: pb.CommandReply, again: pb.CommandReply) -> None:
+    """The retry's reply is the first one byte for byte (the view after the command, not the game as it
+    is now; the same receipt), but for the flag that marks it a retry."""
+    marked = pb.CommandReply()
+    marked.CopyFrom(first)
+    marked.duplicate = True
+    assert again.view == first.view, (again.view, first.view)
+    assert again.SerializeToString(deterministic=True) == marked.SerializeToString(deterministic=True)
+
+
+async def test_a_late_retry_of_every_seats_commands_answers_each_first_reply_exactly(
+    stub: pb_grpc.GameServiceStub,
+) -> None:
+    """Every command of a scripted game, retried by its seat after the game has ended: each retry is the
+    first reply, the view redacted for that seat at that version."""
+    game = await create_scripted(stub)
+    sent: list[tuple[str, Any, Metadata, pb.CommandReply]] = []
+    for i, card in enumerate(SCRIPT_HANDS[1]):  # the moves of support.play_script, each request kept
+        moves: list[tuple[str, Any, Metadata]] = [
+            ("Play", pb.PlayRequest(header=header(game.game_id), card=card, uno=i == 5), game.seat(1))
+        ]
+        if i < 6:
+            moves += [
+                ("Draw", pb.DrawRequest(header=header(game.game_id)), game.seat(seat)) for seat in (2, 0)
+            ]
+        for method, request, metadata in moves:
+            sent.append((method, request, metadata, await getattr(stub, method)(request, metadata=metadata)))
+    assert sent[-1][3].view.awaiting == "game-over"
+    assert len(sent) >= 5
+    for method, request, metadata, first in sent:
+        again: pb.CommandReply = await getattr(stub, method)(request, metadata=metadata)
+        _the_first_reply_exactly(first, again)
 
 
 async def test_concurrent_copies_of_one_command_append_once(
