@@ -3,7 +3,8 @@
 Every RPC validates its input first (INVALID_ARGUMENT names the field), then checks the caller: the admin
 token is the adjudicator; a seat token may file a dispute for its own seat and list its game's disputes.
 A ruling's evidence goes out redacted for the caller exactly as WatchGame streams its DisputeRuled entry
-(:func:`service.api.views.redact`): the hands in it are the adjudicator's only.
+(:func:`service.api.views.redact`): the hands in it are the adjudicator's only (and a challenge's, its
+challenger's).
 The work is :class:`service.audit.auditor.Auditor`'s; this module maps requests, replies and refusals.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -83,20 +84,18 @@ def _position(value: int) -> int:
     return value
 
 
-#: A ruling's redaction does not depend on the number of players (only a dealt deck's does), and a
-#: dispute does not carry it; ``redact`` is given this in its place.
-_RULING_PLAYERS = 0
-
-
-def _evidence(ruling: DisputeRuled, caller: Caller) -> dict[str, Any]:
+def _evidence(ruling: DisputeRuled, caller: Caller, players: Sequence[str]) -> dict[str, Any]:
     """The ruling's evidence as ``caller`` may see it: its log entry through the one redaction WatchGame
-    applies, so no AuditService reply shows a seat a card the game's event stream hides from it."""
+    applies, so no AuditService reply shows a seat a card the game's event stream hides from it (a
+    challenge's evidence is its challenger's too: ``players`` names the seats)."""
     name, payload = encode(ruling)
-    evidence: dict[str, Any] = redact(name, payload, caller, _RULING_PLAYERS)["evidence"]
+    evidence: dict[str, Any] = redact(name, payload, caller, players)["evidence"]
     return evidence
 
 
-def _ruling(kind: DisputeKind, ruling: DisputeRuled, caller: Caller) -> pb.Ruling:
+def _ruling(
+    kind: DisputeKind, ruling: DisputeRuled, caller: Caller, players: Sequence[str] = ()
+) -> pb.Ruling:
     """A ruling in the form the log records it (an adjudication's too: the same message either way),
     its evidence redacted for ``caller``."""
     return pb.Ruling(
@@ -108,13 +107,14 @@ def _ruling(kind: DisputeKind, ruling: DisputeRuled, caller: Caller) -> pb.Rulin
         against=ruling.against,
         position=ruling.position,
         recorded=ruling.recorded,
-        evidence=_struct(_evidence(ruling, caller)),
+        evidence=_struct(_evidence(ruling, caller, players)),
         mismatch=ruling.mismatch or "",
     )
 
 
-def _dispute(game_id: str, dispute: Dispute, caller: Caller) -> pb.Dispute:
-    """A dispute as ``caller`` may see it (its ruling's evidence redacted: :func:`_evidence`)."""
+def _dispute(game_id: str, dispute: Dispute, caller: Caller, players: Sequence[str] = ()) -> pb.Dispute:
+    """A dispute as ``caller`` may see it (its ruling's evidence redacted: :func:`_evidence`; ``players``
+    names the game's seats, which a seat's redaction needs and the admin's does not)."""
     filed = dispute.filed
     kind = DisputeKind(filed.kind)
     out = pb.Dispute(
@@ -135,7 +135,7 @@ def _dispute(game_id: str, dispute: Dispute, caller: Caller) -> pb.Dispute:
     ruled = dispute.ruling
     if ruled is not None:
         out.note = ruled.note
-        out.ruling.CopyFrom(_ruling(kind, ruled, caller))
+        out.ruling.CopyFrom(_ruling(kind, ruled, caller, players))
     return out
 
 
@@ -154,6 +154,13 @@ class AuditService(pb_grpc.AuditServiceServicer):
         self.auditor = auditor
         self.callers = callers
         self.keyring = keyring
+
+    async def _players(self, game_id: str, caller: Caller) -> Sequence[str]:
+        """The game's players by seat, for a ruling's redaction for a seat (the admin's needs none)."""
+        if caller.admin:
+            return ()
+        row = await self.auditor.store.game(game_id)
+        return () if row is None else row.players
 
     async def VerifyGame(self, request: pb.VerifyGameRequest, context: Context) -> pb.VerifyGameReply:
         started = time.perf_counter()
@@ -249,7 +256,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
         )
         log.info("dispute", game=game_id, dispute=dispute.filed.dispute_id, seat=seat, kind=kind.value)
         # A retry answers with the dispute as it stands now, which may be ruled: redact for the caller.
-        return _dispute(game_id, dispute, caller)
+        return _dispute(game_id, dispute, caller, await self._players(game_id, caller))
 
     async def RuleOnDispute(self, request: pb.RuleOnDisputeRequest, context: Context) -> pb.Dispute:
         game_id = limits.identifier(request.game_id, "game_id")
@@ -282,8 +289,9 @@ class AuditService(pb_grpc.AuditServiceServicer):
         found.sort(key=lambda listed: (listed[0], listed[1].filed_at))  # the order the tokens follow
         page = [(game, d) for game, d in found if after is None or (game, d.filed_at) > after][: size + 1]
         last = page[size - 1] if len(page) > size else None
+        players = await self._players(game_id, caller) if game_id is not None else ()
         return pb.ListDisputesReply(
-            disputes=[_dispute(game, dispute, caller) for game, dispute in page[:size]],
+            disputes=[_dispute(game, dispute, caller, players) for game, dispute in page[:size]],
             next_page_token="" if last is None else f"{last[1].filed_at}:{last[0]}",
         )
 

@@ -8,7 +8,7 @@ What is public: cards played, flipped or returned face up, the dealer draw, the 
 of a round (they are laid down), the seed once ``GameEnded`` reveals it. What is private: a dealt hand,
 a card drawn or fired at a player (theirs only), any pile order, the offender's hand shown for a
 Wild Draw Four challenge (the challenger's only), and the hand in a dispute ruling's evidence (the
-adjudicator's only).
+adjudicator's, and for a challenge's ruling the challenger's too).
 
 Every game event type is listed once, in :data:`_REDACTIONS` (what it hides) or in :data:`PUBLIC` (it
 names seats, counts and face-up cards only, so everyone may read it whole): a new type must be placed in
@@ -21,7 +21,7 @@ view shows the hand it now holds, as folded by the rules, and nothing of anyone 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,16 +47,18 @@ VARIANTS = {
 VARIANT_OF = {value: variant for variant, value in VARIANTS.items()}
 
 Payload = dict[str, Any]
+#: The game's players by seat: a dealt deck's redaction needs their number, a ruling's their names.
+Players = Sequence[str]
 
 
 def _hidden(cards: list[Any]) -> list[None]:
     return [None] * len(cards)
 
 
-def _round_started(payload: Payload, caller: Caller, players: int) -> Payload:
+def _round_started(payload: Payload, caller: Caller, players: Players) -> Payload:
     out = dict(payload)
     if payload.get("deck") is not None:
-        hands, _ = deal(tuple(payload["deck"]), players, payload["dealer"])
+        hands, _ = deal(tuple(payload["deck"]), len(players), payload["dealer"])
         out["deck"] = None
         out["hands"] = [
             list(hand) if seat == caller.seat else _hidden(list(hand)) for seat, hand in enumerate(hands)
@@ -68,8 +70,8 @@ def _round_started(payload: Payload, caller: Caller, players: int) -> Payload:
     return out
 
 
-def _own_cards(field: str) -> Callable[[Payload, Caller, int], Payload]:
-    def redact(payload: Payload, caller: Caller, players: int) -> Payload:
+def _own_cards(field: str) -> Callable[[Payload, Caller, Players], Payload]:
+    def redact(payload: Payload, caller: Caller, players: Players) -> Payload:
         if payload.get("player") == caller.seat:
             return payload
         value = payload[field]
@@ -78,22 +80,32 @@ def _own_cards(field: str) -> Callable[[Payload, Caller, int], Payload]:
     return redact
 
 
-def _pile(payload: Payload, caller: Caller, players: int) -> Payload:
+def _pile(payload: Payload, caller: Caller, players: Players) -> Payload:
     return {**payload, "pile": _hidden(payload["pile"])}
 
 
-def _challenge(payload: Payload, caller: Caller, players: int) -> Payload:
+def _challenge(payload: Payload, caller: Caller, players: Players) -> Payload:
     if payload.get("player") == caller.seat:
         return payload
     return {**payload, "hand": _hidden(payload["hand"]), "matching": _hidden(payload["matching"])}
 
 
-def _created(payload: Payload, caller: Caller, players: int) -> Payload:
+def _created(payload: Payload, caller: Caller, players: Players) -> Payload:
     return {**payload, "seed": None}
 
 
-def _ruling(payload: Payload, caller: Caller, players: int) -> Payload:
+def _ruling(payload: Payload, caller: Caller, players: Players) -> Payload:
     evidence = dict(payload.get("evidence") or {})
+    # A Wild Draw Four challenge's evidence (it names the matching cards) is the offender's hand, which
+    # the rules show the challenger (wd4.challenge): the ruling's ``by``. A catch's stays hidden.
+    seat = caller.seat
+    if (
+        "matching" in evidence
+        and seat is not None
+        and 0 <= seat < len(players)
+        and players[seat] == payload.get("by")
+    ):
+        return payload
     for key in ("hand", "matching"):
         if isinstance(evidence.get(key), list):
             evidence[key] = _hidden(evidence[key])
@@ -123,7 +135,7 @@ PUBLIC: frozenset[str] = frozenset(
     )
 )
 
-_REDACTIONS: dict[str, Callable[[Payload, Caller, int], Payload]] = {
+_REDACTIONS: dict[str, Callable[[Payload, Caller, Players], Payload]] = {
     type_name(ev.GameCreated): _created,
     type_name(ev.RoundStarted): _round_started,
     type_name(ev.CardDrawn): _own_cards("card"),
@@ -136,7 +148,7 @@ _REDACTIONS: dict[str, Callable[[Payload, Caller, int], Payload]] = {
 }
 
 
-def redact(kind: str, payload: Mapping[str, Any], caller: Caller, players: int) -> Payload:
+def redact(kind: str, payload: Mapping[str, Any], caller: Caller, players: Players) -> Payload:
     """``payload`` as ``caller`` may see it."""
     if caller.admin:
         return dict(payload)
@@ -144,7 +156,7 @@ def redact(kind: str, payload: Mapping[str, Any], caller: Caller, players: int) 
     return redaction(dict(payload), caller, players) if redaction else dict(payload)
 
 
-def event_message(event: StoredEvent, caller: Caller, players: int) -> pb.Event:
+def event_message(event: StoredEvent, caller: Caller, players: Players) -> pb.Event:
     """The wire form of a stored event, redacted for ``caller``."""
     payload = struct_pb2.Struct()
     payload.update(redact(event.type, event.payload, caller, players))

@@ -1,5 +1,6 @@
 """A ruling's evidence holds the hand of the challenged or caught player: through AuditService, as through
-WatchGame, only the adjudicator sees those cards. Over a real gRPC channel, on a real PostgreSQL.
+WatchGame, only the adjudicator sees those cards, and for a Wild Draw Four challenge the challenger too
+(wd4.challenge: the hand is shown to the challenger). Over a real gRPC channel, on a real PostgreSQL.
 
 Each case is a crafted live game of :mod:`tests.audit.test_adjudication` whose ruling rests on cards: an
 upheld Wild Draw Four challenge (ann's hand, and B2, the blue card she held; three players) and a
@@ -7,7 +8,7 @@ penalised catch (ann's last card, G7; two players). Every seat files a dispute o
 files one for ann; all are ruled. Then every identity — each seat of the game, a seat of another game,
 no token, the admin — reads the rulings through every AuditService reply that can carry one to it
 (ListDisputes, a retried FileDispute): the evidence must be exactly what WatchGame streams to that caller
-for the same DisputeRuled entry, and name cards to the admin alone.
+for the same DisputeRuled entry, and name cards to the admin (and the challenger) alone.
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ class Case:
     made: Callable[[GameStub], Awaitable[tuple[Table, int]]]
     kind: apb.DisputeKind
     cards: dict[str, str]
+    #: The seat the rules show the evidence to, besides the adjudicator: a challenge's challenger.
+    shown_to: int | None
 
 
 CASES = {
-    "wd4-challenge": Case(challenged, apb.WD4_CHALLENGE, {"hand": "W+4", "matching": "B2"}),
-    "uno-catch": Case(caught, apb.UNO_CATCH, {"hand": "G7"}),
+    "wd4-challenge": Case(challenged, apb.WD4_CHALLENGE, {"hand": "W+4", "matching": "B2"}, BOB),
+    "uno-catch": Case(caught, apb.UNO_CATCH, {"hand": "G7"}, None),
 }
 
 
@@ -75,22 +78,21 @@ async def watched_evidence(stub: GameStub, game_id: str, ruled_at: int, metadata
     raise AssertionError("WatchGame streamed nothing")
 
 
-def assert_shown_as_watched(
-    case: Case, evidence: Evidence, watched: Evidence, admin: bool, what: str
-) -> None:
-    """``evidence`` is what WatchGame showed the same caller; its cards are named only to the admin."""
+def assert_shown_as_watched(case: Case, evidence: Evidence, watched: Evidence, sees: bool, what: str) -> None:
+    """``evidence`` is what WatchGame showed the same caller; its cards are named only to a caller who
+    ``sees`` them (the admin, a challenge's challenger)."""
     assert evidence == watched, f"{what}: AuditService and WatchGame show the evidence differently"
     for field, card in case.cards.items():
         shown = evidence[field]
         assert shown, f"{what}: the evidence's {field} holds cards"
-        if admin:
-            assert card in shown, f"{what}: the adjudicator sees {card} in the {field}"
+        if sees:
+            assert card in shown, f"{what}: sees {card} in the {field}"
         else:
-            assert shown == [None] * len(shown), f"{what}: a seat sees the cards of the {field}: {shown}"
+            assert shown == [None] * len(shown), f"{what}: sees the cards of the {field}: {shown}"
 
 
 @pytest.mark.parametrize("name", list(CASES))
-async def test_only_the_adjudicator_sees_the_cards_of_a_rulings_evidence(
+async def test_only_the_adjudicator_and_a_challenger_see_the_cards_of_a_rulings_evidence(
     stub: GameStub, audit: AuditStub, name: str
 ) -> None:
     case = CASES[name]
@@ -121,19 +123,19 @@ async def test_only_the_adjudicator_sees_the_cards_of_a_rulings_evidence(
         )
 
     for who, metadata in readers.items():
-        admin = who == "admin"
+        sees = who == "admin" or (case.shown_to is not None and who == f"seat {case.shown_to}")
         listed = await audit.ListDisputes(apb.ListDisputesRequest(game_id=game_id), metadata=metadata)
         assert len(listed.disputes) == len(filings)
         for dispute in listed.disputes:
             watched = await watched_evidence(stub, game_id, dispute.ruled_at, metadata)
             what = f"ListDisputes as {who}"
-            assert_shown_as_watched(case, evidence_of(dispute.ruling), watched, admin, what)
+            assert_shown_as_watched(case, evidence_of(dispute.ruling), watched, sees, what)
 
         retried = await audit.FileDispute(filings[who], metadata=metadata)
         assert retried.status == "ruled"
         watched = await watched_evidence(stub, game_id, retried.ruled_at, metadata)
         what = f"FileDispute retried by {who}"
-        assert_shown_as_watched(case, evidence_of(retried.ruling), watched, admin, what)
+        assert_shown_as_watched(case, evidence_of(retried.ruling), watched, sees, what)
 
     # Every game's disputes at once: the adjudicator's alone, cards and all.
     everything = await audit.ListDisputes(apb.ListDisputesRequest(), metadata=ADMIN)

@@ -137,9 +137,15 @@ def test_a_seats_view_shows_its_own_hand_and_only_counts_of_the_others() -> None
     dealt = next(e for e in step_at(ann_only, 2)["events"] if e["type"] == "RoundStarted")
     assert dict(dealt["fields"])["hands"][1] == [None] * 7
     assert dict(dealt["fields"])["hands"][0][0] == "W+4"
-    # Evidence hands are the adjudicator's only, as every AuditService reply gives them.
+    # Evidence hands are the adjudicator's only, as every AuditService reply gives them, but that the
+    # offender's hand is shown to the challenger (wd4.challenge): bob challenged ann's W+4 at 4.
     caught = next(r for r in ann_only["rulings"] if r["at"] == 12)
     assert caught["evidence"]["hand"] == [None]
+    assert next(r for r in ann_only["rulings"] if r["at"] == 4)["evidence"]["matching"] == [None]
+    bob_only = data_of(page_of(BOTH, seat=1))
+    challenge = next(r for r in bob_only["rulings"] if r["at"] == 4)
+    assert challenge["by"] == "bob" and challenge["evidence"]["matching"] == ["B2"]
+    assert next(r for r in bob_only["rulings"] if r["at"] == 12)["evidence"]["hand"] == [None]
 
 
 def test_a_seat_the_game_does_not_have_is_refused() -> None:
