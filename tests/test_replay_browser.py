@@ -1,18 +1,21 @@
 """The arbiter's replay page in a real browser: headless Chromium opens the file, the keyboard steps to
 the Wild Draw Four challenge and to the UNO catch, and what the page shows there is checked — the
-ruling's rule id, the evidence cards, the hands drawn as cards — then a screenshot is saved.
+ruling's rule id, the evidence cards, the hands drawn as cards — with no Content-Security-Policy
+violation; then markup injected past the escaping is shown to run only once the policy is removed.
 
 Chromium and its driver are Debian's ``chromium`` and ``chromium-driver``; ``.ci/run`` installs them.
-Without them the test skips, naming what to install, unless ``UNO_AUDIT_REQUIRE_BROWSER`` is set
-(``.ci/run`` sets it): then it fails, so that CI never passes without running it.
+Without them the tests skip, naming what to install, unless ``UNO_AUDIT_REQUIRE_BROWSER`` is set
+(``.ci/run`` sets it): then they fail, so that CI never passes without running them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium import webdriver
@@ -20,6 +23,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.command import Command
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from service.audit.record import read_record_file
@@ -30,6 +34,13 @@ RECORD = Path(__file__).parent / "data" / "replay" / "wd4_challenge_and_catch.js
 CHROMIUM = ("chromium", "chromium-browser")
 PNG = b"\x89PNG\r\n\x1a\n"
 REQUIRE_BROWSER_ENV = "UNO_AUDIT_REQUIRE_BROWSER"
+POLICY = re.compile(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">')
+#: What an attacker who got past the escaping would put where the record's text goes: an inline script
+#: and an inline event handler, each leaving a mark if it runs.
+INJECTED = (
+    "<script>document.title = 'pwned'</script>"
+    "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned', 'onerror')\">"
+)
 
 
 def _binary(names: tuple[str, ...]) -> str | None:
@@ -50,12 +61,31 @@ def browser() -> Iterator[WebDriver]:
     options.binary_location = chromium
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1100"):
         options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # CSP violations are logged there
     # The system's driver, named: Selenium then looks nothing up on the network.
     session = webdriver.Chrome(service=Service(executable_path=driver), options=options)
     try:
         yield session
     finally:
         session.quit()
+
+
+def _console(page: WebDriver) -> list[str]:
+    """What the browser has logged since it was last asked (Chromium's ``get_log``, typed)."""
+    entries: list[dict[str, Any]] = page.execute(Command.GET_LOG, {"type": "browser"})["value"]
+    return [str(entry["message"]) for entry in entries]
+
+
+def _open(page: WebDriver, path: Path, html: str) -> None:
+    """Write ``html`` to ``path`` and open it from disk, as the page is meant to be."""
+    path.write_text(html, "utf-8")
+    _console(page)  # the browser is the module's: drop what earlier pages logged
+    page.get(path.as_uri())
+
+
+def _violations(page: WebDriver) -> list[str]:
+    """The Content-Security-Policy violations the page has logged since it was opened."""
+    return [message for message in _console(page) if "Content Security Policy" in message]
 
 
 def _label(page: WebDriver) -> str:
@@ -81,10 +111,10 @@ def _step_to(page: WebDriver, label: str) -> None:
 
 def test_the_arbiter_steps_to_the_rulings_and_sees_the_evidence(browser: WebDriver, tmp_path: Path) -> None:
     record = read_record_file(RECORD)
-    page_file = tmp_path / "replay.html"
-    page_file.write_text(record_replay_html(record, verify_record(record), title=RECORD.name), "utf-8")
     page = browser
-    page.get(page_file.as_uri())
+    _open(
+        page, tmp_path / "replay.html", record_replay_html(record, verify_record(record), title=RECORD.name)
+    )
     find, find_all = page.find_element, page.find_elements
 
     assert _label(page).startswith("line 1 ")
@@ -128,3 +158,28 @@ def test_the_arbiter_steps_to_the_rulings_and_sees_the_evidence(browser: WebDriv
     assert find(By.CSS_SELECTOR, '.hand[data-player="bob"] .badge').text == "UNO window open"
     _press(page, Keys.ARROW_LEFT)
     assert _label(page).startswith("line 10 ")
+    # The page's own script and stylesheet, allowed by their hashes, did all that under its policy.
+    assert _violations(page) == []
+
+
+def test_markup_past_the_escaping_runs_only_without_the_policy(browser: WebDriver, tmp_path: Path) -> None:
+    record = read_record_file(RECORD)
+    clean = record_replay_html(record, verify_record(record), title="TITLE-MARK")
+    heading = "<h1>Replay: TITLE-MARK"
+    assert clean.count(heading) == 1 and len(POLICY.findall(clean)) == 1
+    injected = clean.replace(heading, f"<h1>Replay: {INJECTED}")
+    page = browser
+
+    _open(page, tmp_path / "injected.html", injected)
+    assert page.title == "Replay: TITLE-MARK"
+    assert page.find_element(By.TAG_NAME, "html").get_attribute("data-pwned") is None
+    assert _label(page).startswith("line 1 ")  # the page's own script still runs
+    violations = _violations(page)
+    assert any("inline script" in message for message in violations), violations
+    assert any("inline event handler" in message for message in violations), violations
+
+    # The control: the same page without its policy runs both, so the policy is what stopped them.
+    _open(page, tmp_path / "unprotected.html", POLICY.sub("", injected))
+    assert page.title == "pwned"
+    assert page.find_element(By.TAG_NAME, "html").get_attribute("data-pwned") == "onerror"
+    assert _violations(page) == []

@@ -14,6 +14,8 @@ Everything is pure: input the record (or a stored game's log) and the report, ou
 The page needs no network: its CSS and script are inline, and the per-position data is one JSON blob in a
 ``<script type="application/json">`` element that the script renders with ``textContent`` only, so that
 nothing from the record (names, claims, notes) is ever parsed as markup; the template escapes the rest.
+Its Content-Security-Policy allows that one script and its stylesheet, by hash, and loads nothing: markup
+that ever got past the escaping would still run no script and fetch nothing.
 
 ``seat`` gives a seat's view: its own hand, the other hands as counts, every event and every piece of
 evidence through the service's one redaction (:func:`service.api.views.redact`), as the seat's event
@@ -22,6 +24,7 @@ stream would show them. Without it the page is the adjudicator's, who sees every
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ from functools import cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from service.api.auth import Caller
 from service.api.views import redact
@@ -48,6 +52,9 @@ from .verify import Replay, Report
 _SEAT_FIELDS = frozenset(("player", "target", "by", "offender", "winner", "dealer", "other"))
 #: Event fields too long to list in full (a whole deck, a reshuffled pile): shown as a count.
 _COUNTED_FIELDS = frozenset(("deck", "pile"))
+#: The page's Content-Security-Policy besides the hashes of its own script and stylesheet: a page mailed
+#: around and opened from disk has nothing to fetch, and no use for plugins, a ``<base>`` or forms.
+_POLICY = ("default-src 'none'", "object-src 'none'", "base-uri 'none'", "form-action 'none'")
 #: The palette of the score chart's lines, one per seat (repeating past eight players).
 _SERIES_COLOURS = ("#d62828", "#1d6fd1", "#2a9d3c", "#e0a800", "#7b2cbf", "#e76f51", "#118ab2", "#6c757d")
 
@@ -228,11 +235,19 @@ def _page(source: _Source, seat: int | None) -> str:
         "viewer": "the adjudicator (every hand)" if seat is None else f"seat {seat} ({players[seat]})",
         "steps": steps,
         "violations": [_finding(v, step_of) for v in rules.violations],
-        "rulings": [_ruling(r, caller, step_of) for r in rules.rulings],
+        "rulings": [_ruling(r, players, caller, step_of) for r in rules.rulings],
         "disputes": [_dispute(d, players, caller, step_of) for d in source.disputes],
         "stopped": step_of(rules.stopped_at),
     }
+    # The text the page inlines is exactly the text hashed, so the policy always allows it (and only it).
+    stylesheet, script = (
+        _environment().get_template(name).render() for name in ("replay.css.j2", "replay.js.j2")
+    )
+    policy = _policy(scripts=[script], styles=[stylesheet])  # keywords and base64: nothing to escape
     return _template().render(
+        policy=Markup(policy),
+        stylesheet=Markup(stylesheet),
+        script=Markup(script),
         title=source.title,
         variant=rules.variant.value,
         players=players,
@@ -314,7 +329,7 @@ def _action_text(action: Action) -> str:
 def _event(event: Event, caller: Caller, players: Sequence[str]) -> dict[str, object]:
     """An event as ``caller`` may see it (the service's redaction), seats named, long piles counted."""
     kind, payload = encode(event)
-    seen = redact(kind, payload, caller, len(players))
+    seen = redact(kind, payload, caller, players)
     fields: list[list[object]] = []
     for key, value in seen.items():
         if value is None or value == [] or key == "new_turn" or (key == "uno" and value is False):
@@ -366,15 +381,20 @@ def _finding(finding: Finding, step_of: Callable[[int | None], int | None]) -> d
     }
 
 
-def _evidence(evidence: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+def _evidence(
+    evidence: Mapping[str, Any], by: object, players: Sequence[str], caller: Caller
+) -> dict[str, Any]:
     """A ruling's evidence as ``caller`` may see it: through the redaction of a ``DisputeRuled`` entry
-    (the hands in it are the adjudicator's only), as every AuditService reply gives it."""
-    entry = {"evidence": dict(evidence)}  # a ruling's redaction does not depend on the number of players
-    seen: dict[str, Any] = redact(type_name(DisputeRuled), entry, caller, 0)["evidence"]
+    (the hands in it are the adjudicator's only, and a challenge's its challenger's, ``by``), as every
+    AuditService reply gives it."""
+    entry = {"by": by, "evidence": dict(evidence)}
+    seen: dict[str, Any] = redact(type_name(DisputeRuled), entry, caller, players)["evidence"]
     return seen
 
 
-def _ruling(ruling: Ruling, caller: Caller, step_of: Callable[[int | None], int | None]) -> dict[str, object]:
+def _ruling(
+    ruling: Ruling, players: Sequence[str], caller: Caller, step_of: Callable[[int | None], int | None]
+) -> dict[str, object]:
     evidence = ruling.evidence.to_json()
     return {
         "at": ruling.at,
@@ -386,7 +406,7 @@ def _ruling(ruling: Ruling, caller: Caller, step_of: Callable[[int | None], int 
         "rule": ruling.rule.value,
         "reason": ruling.reason,
         "applied_ok": ruling.applied_ok,
-        "evidence": _evidence(evidence, caller),
+        "evidence": _evidence(evidence, ruling.by, players, caller),
         # The evidence's numbers are positions (lines) of the game: the steps they stand for, to jump to.
         "jumps": {name: step_of(getattr(ruling.evidence, name)) for name in type(ruling.evidence).PLACES},
     }
@@ -398,7 +418,8 @@ def _dispute(
     shown = dispute.to_json(players)
     ruling = shown.get("ruling")
     if isinstance(ruling, dict) and isinstance(ruling.get("evidence"), dict):
-        shown["ruling"] = {**ruling, "evidence": _evidence(ruling["evidence"], caller)}
+        evidence = _evidence(ruling["evidence"], ruling.get("by"), players, caller)
+        shown["ruling"] = {**ruling, "evidence": evidence}
     return {**shown, "at": dispute.filed.position, "step": step_of(dispute.filed.position)}
 
 
@@ -463,12 +484,28 @@ def _chart(outcome: Outcome, players: Sequence[str]) -> _Chart | None:
     return _Chart(width, height, left, bottom, top, right, series, x_ticks, y_ticks)
 
 
+def _policy(*, scripts: Sequence[str], styles: Sequence[str]) -> str:
+    """The page's Content-Security-Policy: its inline ``scripts`` and ``styles`` (each element's exact
+    text) allowed by their SHA-256, no other script or style, nothing loaded."""
+
+    def sources(texts: Sequence[str]) -> str:
+        hashes = (base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() for text in texts)
+        return " ".join(f"'sha256-{digest}'" for digest in hashes) or "'none'"
+
+    default, *others = _POLICY
+    return "; ".join((default, f"script-src {sources(scripts)}", f"style-src {sources(styles)}", *others))
+
+
 @cache
-def _template() -> jinja2.Template:
-    environment = jinja2.Environment(
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
         loader=jinja2.PackageLoader("service.audit", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
-    return environment.get_template("replay.html.j2")
+
+
+@cache
+def _template() -> jinja2.Template:
+    return _environment().get_template("replay.html.j2")
