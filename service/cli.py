@@ -17,7 +17,8 @@
   games whose stored outcome differs from today's replay; exit 1 if any game is invalid.
 * ``uno-audit adjudicate catch|challenge --game ID --position N [--by SEAT] [--target SEAT] [--json]
   [--database-url DSN]``: the ruling on the UNO catch or Wild Draw Four challenge at a position of a
-  stored game; exit 2 if it cannot be adjudicated as asked.
+  stored game; exit 2 if it cannot be adjudicated as asked, or if nothing of its kind can be judged there
+  (no Wild Draw Four waits for an answer; nobody to catch): one line says what the position holds.
 * ``uno-audit export --game ID [--reveal-seed] [--json] [--database-url DSN]``: a stored game's
   ``uno-game-record/1`` text on standard output, byte for byte (``> game.jsonl``).
 * ``uno-audit import FILE [--tournament T] [--json] [--database-url DSN]``: store a table game's record

@@ -156,6 +156,8 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
             command_id=_new_id() if args.reveal_seed else None,
         )
     except Precondition as refused:
+        if refused.reason != "LOG_UNREADABLE":
+            raise
         # The game is stored but its log cannot be read as a game: it does not verify.
         if args.json:
             _print_json(Unverified(args.game, str(refused)).to_json())

@@ -14,7 +14,7 @@
 The signing key is ``--key-file`` or ``$UNO_AUDIT_CHECKPOINT_KEY`` (``uno-audit keygen`` makes one); the
 service's name in every origin is the key's name. Exit 0 when done or valid, 1 when a proof or receipt
 does not hold, 2 when the request cannot be carried out (a missing key, an unreadable file, an unknown
-game).
+game or tournament).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def read_small(path: Path, limit: int = MAX_FILE_BYTES) -> str:
 
 
 async def _checkpoint(store: Any, signer: Signer, args: argparse.Namespace) -> int:
-    from service.audit.tournaments import ChainBroken, game_head, tournament_leaves
+    from service.audit.tournaments import ChainBroken, UnknownTournament, game_head, tournament_leaves
 
     try:
         if args.game is not None:
@@ -174,6 +174,8 @@ async def _checkpoint(store: Any, signer: Signer, args: argparse.Namespace) -> i
             checkpoint = tournament_checkpoint(signer.name, args.tournament, leaves)
     except ChainBroken as broken:
         raise Refused(f"{broken}; verify the game before signing anything") from None
+    except UnknownTournament as unknown:
+        raise Refused(str(unknown)) from None
     note = checkpoint.sign(signer)
     if args.json:
         print(
@@ -193,7 +195,7 @@ async def _checkpoint(store: Any, signer: Signer, args: argparse.Namespace) -> i
 
 
 async def _prove(store: Any, args: argparse.Namespace) -> int:
-    from service.audit.tournaments import ChainBroken, tournament_leaves
+    from service.audit.tournaments import ChainBroken, UnknownTournament, tournament_leaves
 
     if args.tournament is None:
         if args.game is None:
@@ -206,8 +208,8 @@ async def _prove(store: Any, args: argparse.Namespace) -> int:
         args.tournament = game.tournament_id
     try:
         leaves = await tournament_leaves(store, args.tournament)
-    except ChainBroken as broken:
-        raise Refused(str(broken)) from None
+    except (ChainBroken, UnknownTournament) as refused:
+        raise Refused(str(refused)) from None
     size = len(leaves) if args.size is None else args.size
     if not 0 < size <= len(leaves):
         raise Refused(f"the tournament has {len(leaves)} finished games; --size must be 1 to {len(leaves)}")

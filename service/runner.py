@@ -174,7 +174,7 @@ class Writer(ABC, Generic[S, C, D, R]):
                 raise InvalidInput("command_id", f"already used for another request ({reused})") from None
             ran: Ran[S, D] = Repeated(result) if result.duplicate else Appended(snapshot, decision, result)
             return await self.answer(game_id, ran)
-        raise Conflict(f"the game changed {MAX_ATTEMPTS} times while deciding; try again")
+        raise Conflict(f"the game changed {MAX_ATTEMPTS} times while deciding; try again", reason="GAME_BUSY")
 
 
 async def earlier(store: StreamStore, game_id: str, command_id: str, request_hash: bytes) -> Repeated | None:

@@ -587,6 +587,50 @@ def _seat_options(by: int | None, target: int | None) -> list[str]:
     ]
 
 
+@pytest.mark.parametrize(
+    ("kind", "position", "holds"),
+    [
+        (
+            "challenge",
+            disputed.CATCH_PLAY_POSITION,
+            f"no Wild Draw Four waits for an answer at position {disputed.CATCH_PLAY_POSITION} "
+            "(none has been played)",
+        ),
+        ("catch", 3, "nobody holds a single card at position 3 (cards held: ann 7, bob 7, cy 7)"),
+    ],
+    ids=["challenge", "catch"],
+)
+async def test_adjudicate_where_nothing_of_its_kind_can_be_judged_is_refused(
+    capsys: pytest.CaptureFixture[str],
+    database_url: str,
+    tmp_path: Path,
+    kind: str,
+    position: int,
+    holds: str,
+) -> None:
+    # The catch record holds no Wild Draw Four; at its round start (position 3) everyone holds seven
+    # cards. A verdict there ("failed": the challenger takes six) would judge a move that could not be made.
+    game_id = await _import_text(
+        capsys, database_url, tmp_path / "catch.jsonl", disputed.catch_record("penalty")
+    )
+    argv = (
+        "adjudicate",
+        kind,
+        "--game",
+        game_id,
+        "--position",
+        str(position),
+        "--database-url",
+        database_url,
+    )
+
+    for json_output in ((), ("--json",)):
+        code, out, err = await cli(capsys, *argv, *json_output)
+
+        assert (code, out) == (2, "")
+        assert err == f"uno-audit adjudicate: nothing to judge: {holds}\n"
+
+
 async def _adjudicated(
     capsys: pytest.CaptureFixture[str], url: str, game_id: str, kind: str, position: int, options: list[str]
 ) -> tuple[dict[str, Any], str]:

@@ -200,6 +200,32 @@ async def test_tournament_checkpoints_and_proofs_check_from_the_checkpoint_alone
     assert code == 1 and "INVALID" in out
 
 
+async def test_a_misspelt_tournament_is_refused_and_one_with_no_game_finished_signs_the_empty_tree(
+    capsys: pytest.CaptureFixture[str],
+    store: EventStore,
+    database_url: str,
+    service_key: tuple[Signer, Path],
+) -> None:
+    _, key_file = service_key
+    db = ["--key-file", str(key_file), "--database-url", database_url]
+    await _game(store, "done", seed=40)
+    await store_game(
+        store, "playing", play_game(Variant.CLASSIC, 3, 41), tournament_id="open", steps=slice(0, 4)
+    )
+
+    code, out, err = await cli(capsys, "checkpoint", "--tournament", "cpu", *db)  # "cup" misspelt
+
+    assert (code, out) == (2, "")
+    assert err == "uno-audit checkpoint: no tournament 'cpu': no game is in it\n"
+    code, out, err = await cli(capsys, "prove", "--tournament", "cpu", "--from-size", "1", *db[2:])
+    assert (code, out, err) == (2, "", "uno-audit prove: no tournament 'cpu': no game is in it\n")
+
+    # A tournament whose only game is in progress exists: its tree is empty, and that is signed.
+    code, out, err = await cli(capsys, "checkpoint", "--tournament", "open", "--json", *db)
+    assert code == 0, err
+    assert (json.loads(out)["size"], json.loads(out)["origin"]) == (0, f"{SERVICE}/tournament/open")
+
+
 async def test_a_witness_cosignature_meets_a_threshold(
     capsys: pytest.CaptureFixture[str],
     store: EventStore,

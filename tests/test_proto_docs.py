@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import grpc
 from google.protobuf.descriptor import FileDescriptor
 
 from service.api.gen.uno.audit.v1 import audit_pb2, game_pb2
@@ -99,3 +100,43 @@ def test_an_edited_comment_reaches_its_row_and_the_check_sees_the_drift(tmp_path
     ]
     assert edited != API_MD.read_text()
     assert docs.render(docs.compile_protos(ROOT / "protos")) == API_MD.read_text()
+
+
+#: The code of each service's refusals, whose ``reason="…"`` arguments its list in docs/API.md must hold:
+#: the servicer, the application under it, the write loop, and the gRPC edge every service shares.
+REFUSING = {
+    "AuditService": [
+        "service/api/audit_servicer.py",
+        "service/audit/auditor.py",
+        "service/runner.py",
+        "service/api/errors.py",
+    ],
+    "CheckpointService": ["service/api/checkpoint_servicer.py", "service/api/errors.py"],
+}
+#: A reason of the shared write loop no request of the service can meet: only a request naming the
+#: version it expects is refused VERSION_CONFLICT, and no AuditService request names one.
+NOT_MET = {"AuditService": {"VERSION_CONFLICT"}, "CheckpointService": set()}
+REASON = re.compile(r'\breason="([A-Z][A-Z0-9_]*)"')
+LISTED = re.compile(r"^- `([A-Z][A-Z0-9_]*)` \(([A-Z_]+)\): ", re.M)
+
+
+def documented_reasons(service: str) -> dict[str, str]:
+    """The reasons listed in the service's section of docs/API.md, each with its status code."""
+    return dict(LISTED.findall(section(API_MD.read_text(), f"### {service}")))
+
+
+def test_every_reason_the_audit_and_checkpoint_services_raise_is_listed() -> None:
+    for service, paths in REFUSING.items():
+        raised = {reason for path in paths for reason in REASON.findall((ROOT / path).read_text())}
+        assert {"UNKNOWN_GAME", "INTERNAL"} <= raised, (service, raised)  # the pattern still finds them
+        listed = documented_reasons(service)
+        missing = sorted(raised - NOT_MET[service] - set(listed))
+        assert not missing, f"{service} raises reasons docs/API.md does not list: {missing}"
+
+
+def test_the_listed_reasons_name_their_status_codes() -> None:
+    codes = {code.name for code in grpc.StatusCode}
+    for service in REFUSING:
+        listed = documented_reasons(service)
+        assert {"UNKNOWN_GAME", "INTERNAL"} <= set(listed), (service, listed)
+        assert set(listed.values()) <= codes, listed

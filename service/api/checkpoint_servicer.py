@@ -4,7 +4,8 @@ proofs over a tournament's finished games, and the adjudicator's check of a play
 Everything here is public but :meth:`CheckpointService.CheckReceipts` (a checkpoint is a version and a
 hash: it shows no card). Nothing is signed that does not verify: a game's head is recomputed from its
 events and must equal the stored chain (:mod:`service.audit.tournaments`), else FAILED_PRECONDITION
-``CHAIN_BROKEN``.
+``CHAIN_BROKEN``; nor is a tournament no game is in (NOT_FOUND ``UNKNOWN_TOURNAMENT``). Every refusal's
+reason is listed with CheckpointService in protos/uno/audit/v1/checkpoint.proto.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TypeVar
 from service import limits
 from service.api.gen.uno.audit.v1 import checkpoint_pb2 as pb
 from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc
-from service.audit.tournaments import ChainBroken, game_head, tournament_leaves
+from service.audit.tournaments import ChainBroken, UnknownTournament, game_head, tournament_leaves
 from service.checkpoints import Checkpoint, TournamentLeaf, game_checkpoint, prove_game, tournament_checkpoint
 from service.checkpoints.keyring import Keyring
 from service.checkpoints.receipts import check_receipts
@@ -54,7 +55,7 @@ class CheckpointService(checkpoint_pb2_grpc.CheckpointServiceServicer):
         await self.callers.caller(context, game_id)
         rows = await self.store.read_stream(game_id)
         if not rows:
-            raise NotFound(f"no game {game_id!r}")
+            raise NotFound(f"no game {game_id!r}", reason="UNKNOWN_GAME")
         head = await _verified(game_head(self.store, game_id))
         return self._signed(game_checkpoint(self.keyring.service, game_id, head.version, head.head))
 
@@ -71,12 +72,19 @@ class CheckpointService(checkpoint_pb2_grpc.CheckpointServiceServicer):
         tournament_id = limits.identifier(request.tournament_id, "tournament_id")
         game_id = limits.identifier(request.game_id, "game_id")
         leaves = await self._leaves(tournament_id)
+        # The current tree asked for, and it is empty: no size is out of range, the game is not in it.
+        if not leaves and request.size == 0:
+            raise NotFound(
+                f"{game_id!r} is not in the tournament's tree: none of its games has finished",
+                reason="GAME_NOT_IN_TREE",
+            )
         size = _size(request.size, len(leaves), "size")
         try:
             inclusion = prove_game(leaves, game_id, size)
         except KeyError:
             raise NotFound(
-                f"{game_id!r} is not among the first {size} finished games of the tournament"
+                f"{game_id!r} is not among the first {size} finished games of the tournament",
+                reason="GAME_NOT_IN_TREE",
             ) from None
         return pb.InclusionProof(
             tournament_id=tournament_id,
@@ -113,7 +121,7 @@ class CheckpointService(checkpoint_pb2_grpc.CheckpointServiceServicer):
         notes = limits.receipts(request.receipts, "receipts")
         rows = await self.store.read_stream(game_id)
         if not rows:
-            raise NotFound(f"no game {game_id!r}")
+            raise NotFound(f"no game {game_id!r}", reason="UNKNOWN_GAME")
         checks = check_receipts(
             game_id, rows, notes, service=self.keyring.service, log_keys=self.keyring.published
         )
@@ -141,7 +149,10 @@ class CheckpointService(checkpoint_pb2_grpc.CheckpointServiceServicer):
         )
 
     async def _leaves(self, tournament_id: str) -> list[TournamentLeaf]:
-        return await _verified(tournament_leaves(self.store, tournament_id))
+        try:
+            return await _verified(tournament_leaves(self.store, tournament_id))
+        except UnknownTournament as unknown:
+            raise NotFound(str(unknown), reason="UNKNOWN_TOURNAMENT") from None
 
 
 def _size(requested: int, available: int, field: str) -> int:

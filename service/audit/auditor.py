@@ -7,7 +7,8 @@ seed reveals, imported records) to the game's stream like any other event: hash-
 transaction each, idempotent by command id, never changing what is there.
 
 Refusals are :mod:`service.errors` exceptions, which each caller maps once to its own error (a gRPC
-status, an exit status).
+status, an exit status). Each names its cause in ``reason``, one name per cause, so that a client can
+act on it: the names are listed with AuditService in protos/uno/audit/v1/audit.proto (docs/API.md).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from .record import FORMAT, RecordError, read_record
 from .replay_html import SeatError, game_replay_html
 from .report import RulesReport
 from .rows import StreamCache, read_rows
-from .stored_game import AdjudicationError, adjudicate, verify_game
+from .stored_game import AdjudicationError, NothingToJudge, adjudicate, verify_game
 from .verify import verify_record
 
 _log = structlog.get_logger(__name__)
@@ -100,13 +101,13 @@ class Auditor:
         # The stream and the seed at once (two connections of the pool, one wait).
         stream, seed = await asyncio.gather(read_rows(self.store, game_id, cache), self.store.seed(game_id))
         if not stream.rows:
-            raise NotFound(f"no game {game_id!r}")
+            raise NotFound(f"no game {game_id!r}", reason="UNKNOWN_GAME")
         try:
             return GameLog(
                 game_id, stream.rows, seed, stream.canonical, None if cache is None else cache.events
             )
         except LogError as bad:
-            raise Precondition(f"game {game_id!r} cannot be read: {bad}") from None
+            raise _unreadable(game_id, bad, "cannot be read") from None
 
     async def _read(self, game_id: str, cache: StreamCache | None = None) -> tuple[GameLog, int | None]:
         """The game's log (:meth:`load`) and the last version its command ledger wrote."""
@@ -149,7 +150,7 @@ class Auditor:
                 )
             )
         except (LogError, RecordError) as bad:
-            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
+            raise _unreadable(game_id, bad) from None
 
     async def _projection_problems(self, log: GameLog) -> list[str] | None:
         if self.read_models is None or log.imported is not None:
@@ -243,12 +244,14 @@ class Auditor:
             return await asyncio.to_thread(
                 functools.partial(adjudicate, log, kind, position, by=by, target=target)
             )
+        except NothingToJudge as nothing:
+            raise Precondition(str(nothing), reason="NOTHING_TO_JUDGE") from None
         except AdjudicationError as bad:
             if bad.invalid:
                 raise InvalidInput(bad.field, str(bad)) from None
-            raise Precondition(str(bad)) from None
+            raise Precondition(str(bad), reason="REPLAY_STOPPED") from None
         except (LogError, RecordError) as bad:
-            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
+            raise _unreadable(game_id, bad) from None
 
     async def export(self, game_id: str, *, reveal_seed: bool = False, command_id: str | None = None) -> str:
         """The game's ``uno-game-record/1`` text.
@@ -263,12 +266,13 @@ class Auditor:
                 raise Precondition(
                     f"game {game_id!r} is still in progress and its seed is secret; "
                     "reveal it (recorded in the log) to export it",
+                    reason="GAME_IN_PROGRESS",
                 )
             log = await self.reveal_seed(game_id, command_id)
         try:
             return export_text(log, reveal=True)
         except LogError as bad:
-            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
+            raise _unreadable(game_id, bad) from None
 
     async def replay(self, game_id: str, *, seat: int | None = None) -> str:
         """The arbiter's replay of the game: one self-contained HTML page
@@ -288,7 +292,7 @@ class Auditor:
         except SeatError as bad:
             raise InvalidInput("as_seat", str(bad)) from None
         except (LogError, RecordError) as bad:
-            raise Precondition(f"game {game_id!r} cannot be read as a record: {bad}") from None
+            raise _unreadable(game_id, bad) from None
 
     # --- writing the audit trail ------------------------------------------------------------------------
 
@@ -358,14 +362,23 @@ class Auditor:
         def decide(log: GameLog) -> list[Entry]:
             dispute = _find_dispute(log, dispute_id)
             if dispute.ruling is not None:
-                raise Precondition(f"dispute {dispute_id} was ruled at position {dispute.ruled_at}")
+                raise Precondition(
+                    f"dispute {dispute_id} was ruled at position {dispute.ruled_at}",
+                    reason="ALREADY_RULED",
+                    ruled_at=str(dispute.ruled_at),
+                )
             filed = dispute.filed
             try:
                 found = adjudicate(
                     log, DisputeKind(filed.kind), filed.position, by=filed.by, target=filed.target
                 )
             except AdjudicationError as bad:
-                raise Precondition(f"the dispute cannot be adjudicated: {bad}") from None
+                refused = f"the dispute cannot be adjudicated: {bad}"
+                # What an adjudication refuses as input (a position no record line reaches) was accepted
+                # when the dispute was filed: it too leaves nothing to judge.
+                if bad.invalid or isinstance(bad, NothingToJudge):
+                    raise Precondition(refused, reason="NOTHING_TO_JUDGE") from None
+                raise Precondition(refused, reason="REPLAY_STOPPED") from None
             return [found.ruled(dispute_id, note)]
 
         log, _ = await self._append(game_id, command_id, request_hash, DisputeRuled, decide)
@@ -515,4 +528,12 @@ def _find_dispute(log: GameLog, dispute_id: str) -> Dispute:
     for dispute in log.disputes():
         if dispute.filed.dispute_id == dispute_id:
             return dispute
-    raise NotFound(f"no dispute {dispute_id!r} in game {log.game_id!r}")
+    raise NotFound(f"no dispute {dispute_id!r} in game {log.game_id!r}", reason="UNKNOWN_DISPUTE")
+
+
+def _unreadable(
+    game_id: str, bad: LogError | RecordError, what: str = "cannot be read as a record"
+) -> Precondition:
+    """The refusal of a game whose stored log cannot be read as a game: an edit made outside the service
+    (VerifyGame still reports on it)."""
+    return Precondition(f"game {game_id!r} {what}: {bad}", reason="LOG_UNREADABLE")

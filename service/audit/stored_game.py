@@ -66,6 +66,15 @@ class AdjudicationError(ValueError):
         self.invalid = invalid
 
 
+class NothingToJudge(AdjudicationError):
+    """No catch or challenge of the kind asked for is recorded at the position, and none can be made
+    right after it (no Wild Draw Four waits for an answer; nobody holds a single card): a verdict there
+    would judge a move that could not happen, and read as if it had."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("position", f"nothing to judge: {message}", invalid=False)
+
+
 def _replay(logged: LoggedRecord, up_to: int | None = None) -> Replay:
     """A replay of the stored game's record (up to line ``up_to``), its messages naming positions."""
     record = logged.record if up_to is None else truncated(logged.record, up_to)
@@ -235,7 +244,8 @@ def adjudicate(
     differ from what was judged are reported in :attr:`Adjudication.mismatch`.
 
     Raises :class:`AdjudicationError` for a seat or position outside the game, or a game that cannot be
-    followed that far.
+    followed that far; :class:`NothingToJudge` when the log holds none there and none can be made (a
+    challenge with no Wild Draw Four waiting; a catch naming no target when nobody holds one card).
     """
     if not 1 <= position <= log.version:
         raise AdjudicationError("position", f"the game's positions are 1 to {log.version}, not {position}")
@@ -254,11 +264,41 @@ def adjudicate(
         judged, at, where = recorded, line, f"recorded at position {position}"
     else:
         replay = _replay_to(logged, line)
+        _check_judgeable(replay, kind, position, by, target, logged)
         judged = _described(replay, kind, names, last_line(record) + 1, by, target)
         at, where = judged.line, f"made right after position {position}"
     found = _adjudication(logged, replay.rule_on(judged), at, position)
     mismatch = _mismatch(found, names, by, target, where)
     return Adjudication(log.game_id, position, recorded is not None, found, mismatch)
+
+
+def _check_judgeable(
+    replay: Replay, kind: DisputeKind, position: int, by: int | None, target: int | None, logged: LoggedRecord
+) -> None:
+    """Raise :class:`NothingToJudge`, saying what ``position`` holds, when no ``kind`` can be made right
+    after it. A catch naming its target is judged on that player's hand whatever it holds (no penalty
+    costs nobody a card); a challenge with no Wild Draw Four to answer is not, since "failed" would read as
+    the challenger's penalty."""
+    state = replay.state
+    assert state is not None
+    if kind is DisputeKind.WD4_CHALLENGE:
+        if state.wd4 is None:
+            last = replay.wd4_line
+            played = (
+                "none has been played"
+                if last is None
+                else f"the last was played at position {logged.position(last)}"
+            )
+            raise NothingToJudge(f"no Wild Draw Four waits for an answer at position {position} ({played})")
+        return
+    if target is not None:
+        return
+    holding = [seat for seat, hand in enumerate(state.hands) if len(hand) == 1 and seat != by]
+    if not holding:
+        held = ", ".join(f"{name} {len(hand)}" for name, hand in zip(state.players, state.hands, strict=True))
+        cards = f"cards held: {held}" if any(state.hands) else "no cards dealt"
+        others = "nobody" if by is None else f"nobody but {state.players[by]}"
+        raise NothingToJudge(f"{others} holds a single card at position {position} ({cards})")
 
 
 def _described(

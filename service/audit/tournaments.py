@@ -9,6 +9,10 @@ their ``GameEnded`` events, which is how the leaves are ordered.
 
 Heads are recomputed from the events (:func:`service.checkpoints.receipts.recomputed_heads`) and must
 equal the stored chain: a game whose chain is broken is refused (``ChainBroken``) rather than signed.
+
+A tournament is known by its games: an id no game names is refused (``UnknownTournament``), so that a
+misspelt one is not signed as an empty tree. A tournament whose games are all in progress is an empty
+tree (size 0), which is true, and which every later checkpoint of it is consistent with.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ _PAGE = 500
 
 class ChainBroken(ValueError):
     """A game whose stored chain does not match its events: verify it before anything is signed."""
+
+
+class UnknownTournament(LookupError):
+    """A tournament id that no stored game names."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +61,14 @@ async def game_head(store: EventStore, game_id: str) -> GameHead:
 
 
 async def tournament_leaves(store: EventStore, tournament_id: str) -> list[TournamentLeaf]:
-    """The leaves of ``tournament_id``'s tree: its finished games in the order they finished."""
+    """The leaves of ``tournament_id``'s tree: its finished games in the order they finished; raises
+    :class:`UnknownTournament` when no game is in the tournament."""
     ended: list[tuple[int, TournamentLeaf]] = []
     after: str | None = None
     while True:
         page = await store.list_games(tournament_id=tournament_id, after=after, limit=_PAGE)
+        if after is None and not page:
+            raise UnknownTournament(f"no tournament {tournament_id!r}: no game is in it")
         for game in page:
             rows = await store.read_stream(game.game_id)
             head_of(game.game_id, rows)  # the whole chain must hold, not only up to its end

@@ -132,7 +132,9 @@ async def test_check_receipts_is_the_adjudicators_and_bounds_its_input(
     checked = await checkpoints.CheckReceipts(garbage, metadata=ADMIN)
     assert not checked.valid and [c.verdict for c in checked.checks] == ["refused", "refused"]
     unknown = cp.CheckReceiptsRequest(game_id="no-such-game", receipts=[game.reply.receipt])
-    await fails_with(checkpoints.CheckReceipts(unknown, metadata=ADMIN), grpc.StatusCode.NOT_FOUND)
+    await fails_with(
+        checkpoints.CheckReceipts(unknown, metadata=ADMIN), grpc.StatusCode.NOT_FOUND, reason="UNKNOWN_GAME"
+    )
     await fails_with(
         checkpoints.GetCheckpoint(cp.GetCheckpointRequest(game_id="")),
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -199,7 +201,7 @@ async def test_tournament_checkpoints_and_proofs_check_with_the_published_key_al
         checkpoints.ProveConsistency(too_big), grpc.StatusCode.INVALID_ARGUMENT, field="old_size"
     )
     outsider = cp.ProveGameRequest(tournament_id="spring", game_id="no-such-game")
-    await fails_with(checkpoints.ProveGame(outsider), grpc.StatusCode.NOT_FOUND)
+    await fails_with(checkpoints.ProveGame(outsider), grpc.StatusCode.NOT_FOUND, reason="GAME_NOT_IN_TREE")
 
 
 BAD_IDS = ["", "x" * 129, "bad\nid", "\u202e"]
@@ -241,5 +243,15 @@ async def test_a_tree_size_out_of_range_is_refused_naming_it(
     await fails_with(
         checkpoints.ProveConsistency(consistency), grpc.StatusCode.INVALID_ARGUMENT, field="size"
     )
-    empty = cp.ProveConsistencyRequest(tournament_id="no-games-yet", old_size=1)
+    # A tournament whose one game is in progress has a tree of no games: no size is in range.
+    await stub.CreateGame(
+        pb.CreateGameRequest(
+            command_id=new_id(), variant=pb.CLASSIC, players=["a", "b"], tournament_id="spring"
+        )
+    )
+    empty = cp.ProveConsistencyRequest(tournament_id="spring", old_size=1)
     await fails_with(checkpoints.ProveConsistency(empty), grpc.StatusCode.INVALID_ARGUMENT, field="size")
+    unknown = cp.ProveConsistencyRequest(tournament_id="no-games-yet", old_size=1)
+    await fails_with(
+        checkpoints.ProveConsistency(unknown), grpc.StatusCode.NOT_FOUND, reason="UNKNOWN_TOURNAMENT"
+    )

@@ -27,8 +27,12 @@ from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
+from tests.api.shared_server import shared_address, shared_channel, shared_server  # noqa: F401
 from tests.api.support import ADMIN, Game, arranged_deck, create_game, fails_with, header
 from tests.test_verify_rulings import WILDS_BLOCK  # the same cases, over the live service
+
+# Every test plays games of its own and reads nothing else: one server for the module.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 AuditStub = audit_pb2_grpc.AuditServiceStub
 GameStub = game_pb2_grpc.GameServiceStub
@@ -166,6 +170,19 @@ class Judge:
     async def challenge(self, game_id: str, position: int, *, by: int | None = None) -> apb.Ruling:
         request = apb.AdjudicateRequest(game_id=game_id, position=position, by=by)
         return await self._ask(game_id, self.audit.AdjudicateChallenge(request, metadata=ADMIN))
+
+    async def refused_challenge(self, game_id: str, position: int, *, by: int | None = None) -> str:
+        """The refusal of a challenge at a position where none can be judged (nothing appended); its
+        message."""
+        request = apb.AdjudicateRequest(game_id=game_id, position=position, by=by)
+        before = await self.server.store.stream_version(game_id)
+        error = await fails_with(
+            self.audit.AdjudicateChallenge(request, metadata=ADMIN),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            reason="NOTHING_TO_JUDGE",
+        )
+        assert await self.server.store.stream_version(game_id) == before, "a refusal appended to the log"
+        return error.details() or ""
 
     async def _ask(self, game_id: str, call: Awaitable[apb.Ruling]) -> apb.Ruling:
         before = await self.server.store.stream_version(game_id)
@@ -547,12 +564,14 @@ async def test_a_challenge_not_made_is_judged_as_made_right_after_the_wild_draw_
     assert challenge_found(ruling) == challenge_evidence(ann, matching, wd4.first)
     assert heading(await judge.challenge(table.game_id, wd4.last, by=BOB)) == heading(ruling)
 
-    # Made after the acceptance, the same challenge is too late, whatever ann held.
-    late = await judge.challenge(table.game_id, accepted.last, by=BOB)
-    assert heading(late) == (apb.WD4_CHALLENGE, "failed", "wd4.challenge", "p1", "p0", accepted.last, False)
-    assert heading(await judge.challenge(table.game_id, accepted.last)) == heading(late)  # by the victim
-    assert late.reason == "no Wild Draw Four is waiting for an answer"
-    assert evidence(late) == {"played_at": wd4.first}
+    # After the acceptance no Wild Draw Four waits: there is nothing to judge, whatever ann held. A
+    # "failed" verdict would read as bob's six cards.
+    for by in (BOB, None):
+        late = await judge.refused_challenge(table.game_id, accepted.last, by=by)
+        assert late == (
+            f"nothing to judge: no Wild Draw Four waits for an answer at position {accepted.last} "
+            f"(the last was played at position {wd4.first})"
+        )
 
 
 @pytest.mark.parametrize(("variant", "options", "wild", "upheld"), WILDS_BLOCK)
@@ -636,11 +655,22 @@ async def test_only_the_adjudicator_adjudicates_and_bad_input_is_refused(
         await fails_with(
             rpc(asking(game_id="00000000-0000-0000-0000-000000000000"), metadata=ADMIN),
             grpc.StatusCode.NOT_FOUND,
+            reason="UNKNOWN_GAME",
         )
-        # The first and the last positions are in range.
-        for position in (1, before):
-            ruling = await rpc(asking(position=position), metadata=ADMIN)
-            assert (ruling.position, ruling.recorded) == (position, False)
+        # The first and the last positions are in range: judged, or refused as holding nothing to judge
+        # (no card dealt at position 1; no Wild Draw Four at the last), never as out of range.
+        await fails_with(
+            rpc(asking(position=1), metadata=ADMIN),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            reason="NOTHING_TO_JUDGE",
+        )
+    ruling = await audit.AdjudicateCatch(asking(position=before), metadata=ADMIN)
+    assert (ruling.position, ruling.recorded, ruling.verdict) == (before, False, "penalty")
+    await fails_with(
+        audit.AdjudicateChallenge(asking(position=before), metadata=ADMIN),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        reason="NOTHING_TO_JUDGE",
+    )
 
     assert await server.store.stream_version(game_id) == before  # adjudicating appends nothing
     # The game goes on as if nothing had been asked.

@@ -85,7 +85,9 @@ async def test_only_the_adjudicator_verifies(server: RunningServer, stub: Any, a
     await fails_with(audit.VerifyGame(request), grpc.StatusCode.UNAUTHENTICATED)
     await fails_with(audit.VerifyGame(request, metadata=game.seat(0)), grpc.StatusCode.PERMISSION_DENIED)
     await fails_with(
-        audit.VerifyGame(apb.VerifyGameRequest(game_id="nope"), metadata=ADMIN), grpc.StatusCode.NOT_FOUND
+        audit.VerifyGame(apb.VerifyGameRequest(game_id="nope"), metadata=ADMIN),
+        grpc.StatusCode.NOT_FOUND,
+        reason="UNKNOWN_GAME",
     )
     await fails_with(
         audit.VerifyGame(apb.VerifyGameRequest(game_id=""), metadata=ADMIN),
@@ -104,6 +106,7 @@ async def test_revealing_the_seed_of_a_game_in_progress_is_recorded_once(
     await fails_with(
         audit.ExportGame(apb.ExportGameRequest(game_id=game.game_id), metadata=ADMIN),
         grpc.StatusCode.FAILED_PRECONDITION,
+        reason="GAME_IN_PROGRESS",
     )
     await fails_with(
         audit.VerifyGame(apb.VerifyGameRequest(game_id=game.game_id, reveal_seed=True), metadata=ADMIN),
@@ -166,7 +169,9 @@ async def test_an_import_retried_with_its_command_id_imports_once(
     request = apb.ImportRecordRequest(command_id=new_id(), record=text)
     first = await audit.ImportRecord(request, metadata=ADMIN)
     rows = await count_rows(database_url)
-    error = await fails_with(audit.ImportRecord(request, metadata=ADMIN), grpc.StatusCode.ALREADY_EXISTS)
+    error = await fails_with(
+        audit.ImportRecord(request, metadata=ADMIN), grpc.StatusCode.ALREADY_EXISTS, reason="GAME_EXISTS"
+    )
     assert "shown once" in (error.details() or "")
     assert error_info(error).metadata["game_id"] == first.game_id
     assert await count_rows(database_url) == rows
@@ -267,6 +272,7 @@ async def test_a_dispute_filed_and_ruled_is_in_the_log_and_the_report(
             metadata=ADMIN,
         ),
         grpc.StatusCode.FAILED_PRECONDITION,
+        reason="ALREADY_RULED",
     )
     everything = await audit.ListDisputes(apb.ListDisputesRequest(status="ruled"), metadata=ADMIN)
     assert [d.dispute_id for d in everything.disputes] == [filed.dispute_id]
@@ -349,6 +355,7 @@ async def test_dispute_filings_are_checked(server: RunningServer, stub: Any, aud
             metadata=ADMIN,
         ),
         grpc.StatusCode.NOT_FOUND,
+        reason="UNKNOWN_DISPUTE",
     )
 
 

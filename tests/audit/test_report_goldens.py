@@ -103,7 +103,9 @@ def test_an_adjudication_is_the_json_and_text_it_was(variant: Variant) -> None:
     log = golden_log(variant)
     disputed = next(row.payload["position"] for row in log.rows if row.type == DisputeFiled.__name__)
 
-    found = adjudicate(log, DisputeKind.UNO_CATCH, disputed, by=0)
+    # p2 named as the caught player: in three of the games nobody holds a single card there, and a catch
+    # naming no one would be refused (nothing to judge).
+    found = adjudicate(log, DisputeKind.UNO_CATCH, disputed, by=0, target=1)
 
     assert dumped(found.to_json()) == captured(f"adjudication.{variant.value}.json")
     assert render_adjudication(found) + "\n" == captured(f"adjudication.{variant.value}.txt")
@@ -140,11 +142,15 @@ def test_an_imported_record_with_disputes_and_rulings_is_the_json_and_text_it_wa
     assert render(report) + "\n" == captured("imported.classic_uno_catch.txt")
 
 
-@pytest.mark.parametrize(("position", "by"), [(10, None), (8, 1)], ids=["recorded", "described"])
+@pytest.mark.parametrize(
+    ("position", "by", "target"), [(10, None, None), (8, 1, 0)], ids=["recorded", "described"]
+)
 def test_an_adjudication_of_an_imported_record_is_the_json_and_text_it_was(
-    position: int, by: int | None
+    position: int, by: int | None, target: int | None
 ) -> None:
-    found = adjudicate(imported_with_disputes(), DisputeKind.UNO_CATCH, position, by=by)
+    # The described catch names ann: at position 8 she holds two cards, and a catch naming no one would
+    # be refused (nothing to judge).
+    found = adjudicate(imported_with_disputes(), DisputeKind.UNO_CATCH, position, by=by, target=target)
 
     assert dumped(found.to_json()) == captured(f"adjudication.imported.{position}.json")
     assert render_adjudication(found) + "\n" == captured(f"adjudication.imported.{position}.txt")

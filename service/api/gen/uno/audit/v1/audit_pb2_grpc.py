@@ -26,7 +26,37 @@ if _version_not_supported:
 
 
 class AuditServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Refusals: every refusal names its cause in google.rpc.ErrorInfo.reason (domain "uno-audit"), one
+    reason per cause, stable across releases: act on the reason, show the message. INVALID_ARGUMENT
+    names the bad field (reason INVALID_ARGUMENT, metadata "field", and a google.rpc.BadRequest); a
+    missing admin token is UNAUTHENTICATED, a seat token where the adjudicator's is needed
+    PERMISSION_DENIED (reasons as the codes). The other reasons:
+
+    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id.
+    - `UNKNOWN_DISPUTE` (NOT_FOUND): RuleOnDispute: the game has no dispute with this id.
+    - `GAME_IN_PROGRESS` (FAILED_PRECONDITION): ExportGame of a game still in progress without
+    reveal_seed: its seed is secret, and without it its record cannot be checked card by card.
+    - `ALREADY_RULED` (FAILED_PRECONDITION): RuleOnDispute of a dispute already ruled (metadata
+    "ruled_at": the ruling's position). A retry with the first ruling's command_id answers that ruling.
+    - `NOTHING_TO_JUDGE` (FAILED_PRECONDITION): AdjudicateCatch, AdjudicateChallenge or RuleOnDispute at a
+    position where the log holds no catch (challenge) and none could be made: no Wild Draw Four waits
+    for an answer there, or, for a catch naming no target, nobody holds a single card. The message says
+    what the position holds. No verdict is given: a failed challenge would read as its challenger's
+    penalty.
+    - `REPLAY_STOPPED` (FAILED_PRECONDITION): AdjudicateCatch, AdjudicateChallenge or RuleOnDispute past
+    the point where the game's record can be followed (a card not held, a deal that cannot be made);
+    VerifyGame reports where and why.
+    - `LOG_UNREADABLE` (FAILED_PRECONDITION): the game's stored log cannot be read as a game (an edit made
+    outside the service); VerifyGame still reports what it holds.
+    - `GAME_EXISTS` (ALREADY_EXISTS): ImportRecord retried with its command_id: metadata "game_id" names
+    the game it imported; its seat tokens were shown once, not again.
+    - `GAME_BUSY` (ABORTED): the game changed too many times while the request was decided; retry with the
+    same command_id.
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
+    (google.rpc.RetryInfo says when).
+    - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
+    under.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -82,7 +112,37 @@ class AuditServiceStub:
 
 
 class AuditServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Refusals: every refusal names its cause in google.rpc.ErrorInfo.reason (domain "uno-audit"), one
+    reason per cause, stable across releases: act on the reason, show the message. INVALID_ARGUMENT
+    names the bad field (reason INVALID_ARGUMENT, metadata "field", and a google.rpc.BadRequest); a
+    missing admin token is UNAUTHENTICATED, a seat token where the adjudicator's is needed
+    PERMISSION_DENIED (reasons as the codes). The other reasons:
+
+    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id.
+    - `UNKNOWN_DISPUTE` (NOT_FOUND): RuleOnDispute: the game has no dispute with this id.
+    - `GAME_IN_PROGRESS` (FAILED_PRECONDITION): ExportGame of a game still in progress without
+    reveal_seed: its seed is secret, and without it its record cannot be checked card by card.
+    - `ALREADY_RULED` (FAILED_PRECONDITION): RuleOnDispute of a dispute already ruled (metadata
+    "ruled_at": the ruling's position). A retry with the first ruling's command_id answers that ruling.
+    - `NOTHING_TO_JUDGE` (FAILED_PRECONDITION): AdjudicateCatch, AdjudicateChallenge or RuleOnDispute at a
+    position where the log holds no catch (challenge) and none could be made: no Wild Draw Four waits
+    for an answer there, or, for a catch naming no target, nobody holds a single card. The message says
+    what the position holds. No verdict is given: a failed challenge would read as its challenger's
+    penalty.
+    - `REPLAY_STOPPED` (FAILED_PRECONDITION): AdjudicateCatch, AdjudicateChallenge or RuleOnDispute past
+    the point where the game's record can be followed (a card not held, a deal that cannot be made);
+    VerifyGame reports where and why.
+    - `LOG_UNREADABLE` (FAILED_PRECONDITION): the game's stored log cannot be read as a game (an edit made
+    outside the service); VerifyGame still reports what it holds.
+    - `GAME_EXISTS` (ALREADY_EXISTS): ImportRecord retried with its command_id: metadata "game_id" names
+    the game it imported; its seat tokens were shown once, not again.
+    - `GAME_BUSY` (ABORTED): the game changed too many times while the request was decided; retry with the
+    same command_id.
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
+    (google.rpc.RetryInfo says when).
+    - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
+    under.
+    """
 
     def VerifyGame(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -195,7 +255,37 @@ def add_AuditServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AuditService:
-    """Missing associated documentation comment in .proto file."""
+    """Refusals: every refusal names its cause in google.rpc.ErrorInfo.reason (domain "uno-audit"), one
+    reason per cause, stable across releases: act on the reason, show the message. INVALID_ARGUMENT
+    names the bad field (reason INVALID_ARGUMENT, metadata "field", and a google.rpc.BadRequest); a
+    missing admin token is UNAUTHENTICATED, a seat token where the adjudicator's is needed
+    PERMISSION_DENIED (reasons as the codes). The other reasons:
+
+    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id.
+    - `UNKNOWN_DISPUTE` (NOT_FOUND): RuleOnDispute: the game has no dispute with this id.
+    - `GAME_IN_PROGRESS` (FAILED_PRECONDITION): ExportGame of a game still in progress without
+    reveal_seed: its seed is secret, and without it its record cannot be checked card by card.
+    - `ALREADY_RULED` (FAILED_PRECONDITION): RuleOnDispute of a dispute already ruled (metadata
+    "ruled_at": the ruling's position). A retry with the first ruling's command_id answers that ruling.
+    - `NOTHING_TO_JUDGE` (FAILED_PRECONDITION): AdjudicateCatch, AdjudicateChallenge or RuleOnDispute at a
+    position where the log holds no catch (challenge) and none could be made: no Wild Draw Four waits
+    for an answer there, or, for a catch naming no target, nobody holds a single card. The message says
+    what the position holds. No verdict is given: a failed challenge would read as its challenger's
+    penalty.
+    - `REPLAY_STOPPED` (FAILED_PRECONDITION): AdjudicateCatch, AdjudicateChallenge or RuleOnDispute past
+    the point where the game's record can be followed (a card not held, a deal that cannot be made);
+    VerifyGame reports where and why.
+    - `LOG_UNREADABLE` (FAILED_PRECONDITION): the game's stored log cannot be read as a game (an edit made
+    outside the service); VerifyGame still reports what it holds.
+    - `GAME_EXISTS` (ALREADY_EXISTS): ImportRecord retried with its command_id: metadata "game_id" names
+    the game it imported; its seat tokens were shown once, not again.
+    - `GAME_BUSY` (ABORTED): the game changed too many times while the request was decided; retry with the
+    same command_id.
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
+    (google.rpc.RetryInfo says when).
+    - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
+    under.
+    """
 
     @staticmethod
     def VerifyGame(request,

@@ -26,7 +26,25 @@ if _version_not_supported:
 
 
 class CheckpointServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Refusals: every refusal names its cause in google.rpc.ErrorInfo.reason (domain "uno-audit"), one
+    reason per cause, stable across releases: act on the reason, show the message. INVALID_ARGUMENT names
+    the bad field (reason INVALID_ARGUMENT, metadata "field", and a google.rpc.BadRequest); CheckReceipts
+    without the admin token is UNAUTHENTICATED, with a seat token PERMISSION_DENIED (reasons as the codes).
+    The other reasons:
+
+    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint or CheckReceipts: no game has this id.
+    - `UNKNOWN_TOURNAMENT` (NOT_FOUND): GetTournamentCheckpoint, ProveGame or ProveConsistency: no game
+    is in a tournament of this id (a misspelt id is not signed as an empty tree). A tournament whose
+    games are all in progress is known: its checkpoint is the empty tree's (size 0).
+    - `GAME_NOT_IN_TREE` (NOT_FOUND): ProveGame: the game is not among the first `size` finished games of
+    the tournament (in progress, finished later, or in another tournament).
+    - `CHAIN_BROKEN` (FAILED_PRECONDITION): a game's stored chain does not match its events: nothing
+    unverified is signed; AuditService.VerifyGame says where it breaks.
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry (google.rpc.RetryInfo
+    says when).
+    - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
+    under.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -67,7 +85,25 @@ class CheckpointServiceStub:
 
 
 class CheckpointServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Refusals: every refusal names its cause in google.rpc.ErrorInfo.reason (domain "uno-audit"), one
+    reason per cause, stable across releases: act on the reason, show the message. INVALID_ARGUMENT names
+    the bad field (reason INVALID_ARGUMENT, metadata "field", and a google.rpc.BadRequest); CheckReceipts
+    without the admin token is UNAUTHENTICATED, with a seat token PERMISSION_DENIED (reasons as the codes).
+    The other reasons:
+
+    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint or CheckReceipts: no game has this id.
+    - `UNKNOWN_TOURNAMENT` (NOT_FOUND): GetTournamentCheckpoint, ProveGame or ProveConsistency: no game
+    is in a tournament of this id (a misspelt id is not signed as an empty tree). A tournament whose
+    games are all in progress is known: its checkpoint is the empty tree's (size 0).
+    - `GAME_NOT_IN_TREE` (NOT_FOUND): ProveGame: the game is not among the first `size` finished games of
+    the tournament (in progress, finished later, or in another tournament).
+    - `CHAIN_BROKEN` (FAILED_PRECONDITION): a game's stored chain does not match its events: nothing
+    unverified is signed; AuditService.VerifyGame says where it breaks.
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry (google.rpc.RetryInfo
+    says when).
+    - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
+    under.
+    """
 
     def GetCheckpointKeys(self, request, context):
         """The service's published verifier keys, the current one first.
@@ -77,15 +113,16 @@ class CheckpointServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetCheckpoint(self, request, context):
-        """A game's latest checkpoint, signed now. NOT_FOUND for an unknown game; FAILED_PRECONDITION
-        (CHAIN_BROKEN) if its stored chain does not verify: nothing unverified is signed.
+        """A game's latest checkpoint, signed now. NOT_FOUND (UNKNOWN_GAME) for an unknown game;
+        FAILED_PRECONDITION (CHAIN_BROKEN) if its stored chain does not verify: nothing unverified is signed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetTournamentCheckpoint(self, request, context):
-        """A tournament's checkpoint over its finished games, in the order they finished.
+        """A tournament's checkpoint over its finished games, in the order they finished (size 0 while none
+        has finished). NOT_FOUND (UNKNOWN_TOURNAMENT) for a tournament no game is in.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -93,7 +130,7 @@ class CheckpointServiceServicer:
 
     def ProveGame(self, request, context):
         """That a game is in a tournament's tree (INVALID_ARGUMENT naming `size` for a size the tree has not
-        reached; NOT_FOUND for a game not among its finished games).
+        reached; NOT_FOUND, GAME_NOT_IN_TREE, for a game not among its finished games).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,7 +192,25 @@ def add_CheckpointServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class CheckpointService:
-    """Missing associated documentation comment in .proto file."""
+    """Refusals: every refusal names its cause in google.rpc.ErrorInfo.reason (domain "uno-audit"), one
+    reason per cause, stable across releases: act on the reason, show the message. INVALID_ARGUMENT names
+    the bad field (reason INVALID_ARGUMENT, metadata "field", and a google.rpc.BadRequest); CheckReceipts
+    without the admin token is UNAUTHENTICATED, with a seat token PERMISSION_DENIED (reasons as the codes).
+    The other reasons:
+
+    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint or CheckReceipts: no game has this id.
+    - `UNKNOWN_TOURNAMENT` (NOT_FOUND): GetTournamentCheckpoint, ProveGame or ProveConsistency: no game
+    is in a tournament of this id (a misspelt id is not signed as an empty tree). A tournament whose
+    games are all in progress is known: its checkpoint is the empty tree's (size 0).
+    - `GAME_NOT_IN_TREE` (NOT_FOUND): ProveGame: the game is not among the first `size` finished games of
+    the tournament (in progress, finished later, or in another tournament).
+    - `CHAIN_BROKEN` (FAILED_PRECONDITION): a game's stored chain does not match its events: nothing
+    unverified is signed; AuditService.VerifyGame says where it breaks.
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry (google.rpc.RetryInfo
+    says when).
+    - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
+    under.
+    """
 
     @staticmethod
     def GetCheckpointKeys(request,
