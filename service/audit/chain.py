@@ -14,6 +14,9 @@ such an edit leaves behind, at the position it happened:
 
 A finding's ``position`` is the stream version (1-based) of the event concerned. After a finding the
 check goes on from the stored hash, so one edit is reported once, not as every later event.
+
+A chain recomputed over an edit holds again. An imported record carries a fingerprint of its own that no
+recomputed chain mends: :func:`check_import` finds where its lines no longer match it (``fingerprint``).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from dataclasses import dataclass
 from service.codec import canonical as encode
 from service.store import GENESIS_HASH, StoredEvent
 
+from .entries import RecordImported, RecordLine
+
 
 @dataclass(frozen=True, slots=True)
 class ChainFinding:
     """One break of the chain: where (stream version), what kind, and a sentence saying so."""
 
     position: int
-    kind: str  # "changed" | "swapped" | "deleted" | "relinked"
+    kind: str  # "changed" | "swapped" | "deleted" | "relinked" | "fingerprint"
     message: str
 
     def to_json(self) -> dict[str, object]:
@@ -138,6 +143,53 @@ def check_chain(
                 f"the command ledger wrote up to version {ledger_last_version}; the stream ends at {last}",
             )
         )
+    return findings
+
+
+def check_import(
+    imported_at: int,
+    imported: RecordImported,
+    lines: Sequence[tuple[int, RecordLine]],
+    sha256: str,
+    chain: Sequence[ChainFinding] = (),
+) -> list[ChainFinding]:
+    """Where an imported record's stored lines no longer match its fingerprint, the ``RecordImported``
+    at ``imported_at``: ``lines`` are its ``RecordLine`` entries with their positions, in stream order,
+    and ``sha256`` the hash of the text they make (the export's text). Both findings are ``fingerprint``:
+
+    * at ``imported_at``: the text does not hash to ``imported.sha256``. Left out when ``chain`` (the
+      chain's own findings) already breaks among the import's rows: those say which row was edited, where
+      a hash of the whole text can only say that one was;
+    * at the position line *k* belongs at (``imported_at + k``), for the first *k* that is not there: a
+      line missing, out of order, or past the ``imported.lines`` announced.
+    """
+    findings: list[ChainFinding] = []
+    announced, held = imported.lines, len(lines)
+    end = imported_at + max(announced, held) + 1  # the position after the last line, where a deletion shows
+    if sha256 != imported.sha256 and not any(imported_at <= f.position <= end for f in chain):
+        findings.append(
+            ChainFinding(
+                imported_at,
+                "fingerprint",
+                f"the record's lines make a text whose SHA-256 is {sha256}, not the {imported.sha256} "
+                "its RecordImported keeps: the record was changed after its import",
+            )
+        )
+    counts = f"RecordImported announces {announced} lines, the log holds {held}"
+    for k, (position, line) in enumerate(lines, start=1):
+        at = imported_at + k
+        if k > announced:
+            message = f"the RecordLine at {position} (line {line.line}) is one too many; {counts}"
+        elif line.line != k:
+            there = "the RecordLine there" if position == at else f"the next RecordLine, at {position},"
+            message = f"line {k} is not at position {at}: {there} is line {line.line}; {counts}"
+        else:
+            continue
+        findings.append(ChainFinding(at, "fingerprint", message))
+        return findings
+    if held < announced:
+        missing = f"line {held + 1} is" if held + 1 == announced else f"lines {held + 1}–{announced} are"
+        findings.append(ChainFinding(imported_at + held + 1, "fingerprint", f"{missing} missing; {counts}"))
     return findings
 
 

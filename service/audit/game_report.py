@@ -84,7 +84,8 @@ class Flaw:
 @dataclass(frozen=True, slots=True)
 class ChainSection:
     """The hash chain recomputed from the rows (:func:`service.audit.chain.check_chain`): how many
-    events, the last hash (to publish), and where it is broken."""
+    events, the last hash (to publish), and where it is broken, or where an imported record's lines no
+    longer match its fingerprint (:func:`service.audit.chain.check_import`)."""
 
     events: int
     head: bytes

@@ -266,10 +266,16 @@ class GameLog:
                 return row.version
         return None
 
+    def record_lines(self) -> list[tuple[int, RecordLine]]:
+        """An imported game's ``RecordLine`` entries with their positions, in stream order (a line whose
+        payload no longer decodes is left out: :attr:`unreadable_entries` names it)."""
+        return [(row.version, entry) for row, entry in self.entries if isinstance(entry, RecordLine)]
+
     def record_text(self) -> str:
-        """An imported game's record, byte for byte as it was imported."""
+        """An imported game's record, byte for byte as it was imported: the inverse of the import's split
+        (:meth:`service.audit.auditor.Auditor.import_record`)."""
         assert self.imported is not None
-        lines = [entry.text for _, entry in self.entries if isinstance(entry, RecordLine)]
+        lines = [line.text for _, line in self.record_lines()]
         return "\n".join(lines) + ("\n" if self.imported.final_newline else "")
 
     def stored_outcome(self) -> dict[str, Any]:
@@ -306,7 +312,7 @@ class GameLog:
         if self.game:  # an imported stream holds the record's lines and audit entries, nothing else
             row = self.game[0][0]
             raise LogError(f"the {row.type} at {row.version} is not part of an imported record", row.version)
-        positions = {entry.line: row.version for row, entry in self.entries if isinstance(entry, RecordLine)}
+        positions = {line.line: position for position, line in self.record_lines()}
         return LoggedRecord(read_record(self.record_text()), positions, {})
 
     def commands(self, *, reveal: bool) -> LoggedRecord | LoggedCommands:

@@ -4,7 +4,8 @@
 finds in the record the game stands for (violations, rulings, rounds, scores, the final table), every
 reference given as a position of the game's stream, plus
 
-* ``chain`` — the hash chain recomputed (:func:`service.audit.chain.check_chain`);
+* ``chain`` — the hash chain recomputed (:func:`service.audit.chain.check_chain`), and an imported
+  record's lines checked against its fingerprint (:func:`service.audit.chain.check_import`);
 * ``seed`` — the commitment checked and every card re-derived from the seed (fair dealing);
 * ``replay`` — for a game the service ran, each command's stored events compared with what today's rules
   engine makes of the same command, and the stored outcome with the replayed one (a rules fix shows
@@ -31,7 +32,7 @@ from service.rules.uno import catch_reason
 from service.rules.violations import Rule
 from service.store import StoredEvent
 
-from .chain import check_chain
+from .chain import check_chain, check_import
 from .entries import DisputeKind
 from .game_report import (
     Adjudication,
@@ -47,7 +48,7 @@ from .game_report import (
     SeedStatus,
     StoredForm,
 )
-from .log import GameLog, LogError, LoggedCommands, LoggedRecord, last_line, truncated
+from .log import GameLog, LogError, LoggedCommands, LoggedRecord, last_line, record_sha256, truncated
 from .record import Action, ActionKind, GameRecord, RecordError
 from .report import Outcome, RulesReport, Ruling
 from .verify import Replay, Report
@@ -108,6 +109,9 @@ def verify_game(
     the game stands for and replays that instead (:meth:`GameLog.record`): the same report, slower.
     """
     findings = check_chain(log.game_id, log.rows, ledger_last_version, log.canonical)
+    if log.imported is not None:
+        lines, text = log.record_lines(), log.record_text()
+        findings += check_import(log.rows[0].version, log.imported, lines, record_sha256(text), findings)
     chain = ChainSection(len(log.rows), log.rows[-1].hash, tuple(findings))
     projections = None if projection_problems is None else ProjectionCheck(tuple(projection_problems))
     unreadable_entries = tuple(Flaw(position, message) for position, message in log.unreadable_entries)
