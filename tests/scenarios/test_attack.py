@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from service.rules import (
+    Accept,
     Colour,
     Draw,
     Event,
@@ -330,6 +331,31 @@ def test_no_follow_up_when_the_option_is_off() -> None:
         Play(BOB, one("RS")),
         [CardPlayed(BOB, one("RS")), Prompted(ANN, Awaiting.PLAY)],
     )
+
+
+@scenario("attack.follow-up", "house.stacking")
+@pytest.mark.parametrize("stacking", ["draw-two", "any"])
+def test_a_stack_on_a_follow_up_hit_two_passes_on_and_whoever_takes_it_loses_the_turn(stacking: str) -> None:
+    """The digest's settled detail of stacking: a follow-up Hit 2's stack passes on from the pointed
+    player as any stack does, and whoever accepts loses the turn to the next player after them, even
+    when that is the follow-up's own player."""
+    hands = {BOB: FOLLOW, CY: CY_HAND, ANN: "YH2 B1 B2 B3 B4 B6 B7"}
+    opts = {"attack_edition": "original", "stacking": stacking}
+    chance = run(given(Variant.ATTACK, 3, hands, "R5", PILE, dealer=ANN, options=opts), Play(BOB, one("RS")))
+    hit = run(chance, Play(BOB, one("RH2")))
+    assert (fold(hit).turn, fold(hit).awaiting, fold(hit).pending) == (ANN, Awaiting.STACK, 2)
+
+    # ann takes the 2 herself: the turn goes to bob, the follow-up's own player.
+    taken = run(hit, Accept(ANN, supply=presses(1, 0)))
+    assert (fold(taken).turn, fold(taken).awaiting) == (BOB, Awaiting.PLAY)
+    assert len(fold(taken).hands[ANN]) == 7 + 1
+
+    # ann stacks her Hit 2 instead: the 4 pass on to bob, who takes them and loses the turn to cy.
+    stacked = run(hit, Play(ANN, one("YH2")))
+    assert (fold(stacked).turn, fold(stacked).awaiting, fold(stacked).pending) == (BOB, Awaiting.STACK, 4)
+    taken = run(stacked, Accept(BOB, supply=presses(1, 0, 1, 0)))
+    assert (fold(taken).turn, fold(taken).awaiting) == (CY, Awaiting.PLAY)
+    assert len(fold(taken).hands[BOB]) == len(FOLLOW.split()) - 2 + 2
 
 
 # --- attack.trade-hands / all-hit / hit-fire (2010 edition) --------------------------------------------
