@@ -9,6 +9,7 @@ only cost time. Import the fixtures and mark the module to run in one event loop
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import grpc
@@ -21,13 +22,10 @@ from tests.postgres import PostgresServer, service_url
 from .support import ADMIN_TOKEN
 
 
-@pytest_asyncio.fixture(name="server", scope="module", loop_scope="module")
-async def shared_server(
-    postgres_server: PostgresServer, migrated_template: str
-) -> AsyncIterator[RunningServer]:
-    """``start_server`` on 127.0.0.1 over a database of the module's own (a copy of the migrated
-    template), as tests/api/conftest.py's ``server`` but once per module."""
-    database_url = postgres_server.create_database(template=migrated_template)
+@contextlib.asynccontextmanager
+async def serving(database_url: str) -> AsyncIterator[RunningServer]:
+    """``start_server`` on 127.0.0.1 (a free port) over ``database_url``'s migrated database (the owner's
+    URL), logged in as the service's restricted login, admin token ADMIN_TOKEN; stopped afterwards."""
     running = await start_server(
         listen="127.0.0.1:0", database_url=service_url(database_url), admin_token=ADMIN_TOKEN
     )
@@ -35,6 +33,19 @@ async def shared_server(
         yield running
     finally:
         await running.stop(grace=2.0)
+
+
+@pytest_asyncio.fixture(name="server", scope="module", loop_scope="module")
+async def shared_server(
+    postgres_server: PostgresServer, migrated_template: str
+) -> AsyncIterator[RunningServer]:
+    """``start_server`` on 127.0.0.1 over a database of the module's own (a copy of the migrated
+    template), as tests/api/conftest.py's ``server`` but once per module."""
+    database_url = postgres_server.create_database(template=migrated_template)
+    try:
+        async with serving(database_url) as running:
+            yield running
+    finally:
         postgres_server.drop_database(database_url)
 
 
