@@ -87,6 +87,14 @@ class ResourceExhausted(ServiceError):
     default_reason = "RESOURCE_EXHAUSTED"
 
 
+class DataLoss(ServiceError):
+    """The store contradicts itself: the command ledger and the events disagree about a command id (a row
+    was edited or deleted behind the service's back). The command is not carried out, and retrying does
+    not help; ``uno-audit verify --game`` names the rows."""
+
+    default_reason = "DATA_LOSS"
+
+
 class Unauthenticated(ServiceError):
     """No credentials, or credentials that do not identify the caller for this game."""
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from service import metrics
-from service.errors import Conflict, InvalidInput, ServiceError
-from service.store import AppendResult, CommandReused, NewEvent, StreamStore, VersionConflict
+from service.errors import Conflict, DataLoss, InvalidInput, ServiceError
+from service.store import AppendResult, CommandReused, LedgerMismatch, NewEvent, StreamStore, VersionConflict
 
 #: How many times a command is decided again because the stream moved on meanwhile.
 MAX_ATTEMPTS = 8
@@ -118,8 +118,24 @@ class Writer(ABC, Generic[S, C, D, R]):
         is believed, and a retry of a command already carried out is answered with its first result
         (:class:`Repeated`) instead. ``expected_version`` is the version the client decided against:
         when the stream is elsewhere, the command fails with a ``VERSION_CONFLICT``
-        :class:`~service.errors.Conflict` rather than being decided again.
+        :class:`~service.errors.Conflict` rather than being decided again. A command id whose ledger row
+        and events disagree is :class:`~service.errors.DataLoss` (``LEDGER_MISMATCH``): never carried out
+        twice, never answered with another command's result.
         """
+        try:
+            return await self._handle(game_id, command, command_id, request_hash, metadata, expected_version)
+        except LedgerMismatch as mismatch:
+            raise data_loss(mismatch) from None
+
+    async def _handle(
+        self,
+        game_id: str,
+        command: C,
+        command_id: str,
+        request_hash: bytes,
+        metadata: Mapping[str, object],
+        expected_version: int | None,
+    ) -> R:
         snapshot = await self.load(game_id, False)
         fresh = False
         for _ in range(MAX_ATTEMPTS):
@@ -189,6 +205,15 @@ async def earlier(store: StreamStore, game_id: str, command_id: str, request_has
     return Repeated(AppendResult(first, last, b"", True, ()))
 
 
+def data_loss(mismatch: LedgerMismatch) -> DataLoss:
+    """The refusal of a command whose ledger row and events disagree (see :meth:`Writer.handle`)."""
+    return DataLoss(
+        f"the store contradicts itself: {mismatch}; the command was not carried out",
+        reason="LEDGER_MISMATCH",
+        command_id=mismatch.command_id,
+    )
+
+
 def version_conflict(message: str, actual: int) -> Conflict:
     """The stream is not at the version the client expected (it may read ``actual_version`` and retry)."""
     return Conflict(message, reason="VERSION_CONFLICT", actual_version=str(actual))
@@ -229,6 +254,8 @@ async def create_stream(
         result = await metrics.timed_write(write(game_id), "create")
     except CommandReused as reused:
         raise InvalidInput("command_id", f"already used for another request ({reused})") from None
+    except LedgerMismatch as mismatch:
+        raise data_loss(mismatch) from None
     if result.duplicate:
         return ExistingStream(game_id, result.last_version)
     return NewStream(game_id, result)

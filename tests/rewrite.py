@@ -3,13 +3,16 @@ hash from the first edit on recomputed, so that the chain alone says "intact" (w
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from service.store import GENESIS_HASH, chain_hash
+from service.store import GENESIS_HASH
+from service.store.model import stored_hash
+from service.store.streams import EVENT_COLUMNS, stored_event
 
 #: ``edit(version, type, payload)`` gives the payload the event is to have (the same one: untouched).
 Edit = Callable[[int, str, dict[str, Any]], dict[str, Any]]
@@ -20,14 +23,15 @@ async def rewrite_recomputing_chain(owner_url: str, game_id: str, edit: Edit) ->
     events' row triggers off for the while (as the owner, who may), in one transaction."""
     async with await psycopg.AsyncConnection.connect(owner_url) as conn:
         cursor = await conn.execute(
-            "SELECT version, type, payload FROM events WHERE game_id = %s ORDER BY version", (game_id,)
+            f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.game_id = %s ORDER BY e.version", (game_id,)
         )
-        rows = await cursor.fetchall()
+        rows = [stored_event(row) for row in await cursor.fetchall()]
         previous = GENESIS_HASH
         await conn.execute("ALTER TABLE events DISABLE TRIGGER USER")
-        for version, kind, payload in rows:
-            payload = edit(version, kind, payload)
-            digest = chain_hash(previous, game_id, version, kind, payload)
+        for row in rows:
+            version = row.version
+            payload = edit(version, row.type, row.payload)
+            digest = stored_hash(dataclasses.replace(row, payload=payload), previous)
             await conn.execute(
                 "UPDATE events SET payload = %s, prev_hash = %s, hash = %s"
                 " WHERE game_id = %s AND version = %s",

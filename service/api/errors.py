@@ -15,6 +15,7 @@ error                         status
 ``AlreadyExists``             ALREADY_EXISTS
 ``Unavailable``               UNAVAILABLE
 ``ResourceExhausted``         RESOURCE_EXHAUSTED
+``DataLoss``                  DATA_LOSS
 ``Unauthenticated``           UNAUTHENTICATED
 ``PermissionDenied``          PERMISSION_DENIED
 the database unreachable      UNAVAILABLE (reason ``DATABASE_UNAVAILABLE``)
@@ -55,6 +56,7 @@ from grpc_status import rpc_status
 from service.errors import (
     AlreadyExists,
     Conflict,
+    DataLoss,
     InvalidInput,
     NotFound,
     PermissionDenied,
@@ -81,6 +83,7 @@ CODES: Mapping[type[ServiceError], grpc.StatusCode] = {
     AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     Unavailable: grpc.StatusCode.UNAVAILABLE,
     ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    DataLoss: grpc.StatusCode.DATA_LOSS,
     Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
 }

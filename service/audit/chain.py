@@ -1,12 +1,12 @@
 """Tamper evidence: recompute a game's hash chain and say where, and how, it was broken.
 
-Every stored event carries ``hash = chain_hash(prev_hash, game, version, type, payload)`` and its
-predecessor's hash (:func:`service.store.chain_hash`; :func:`chain_hash_of` is the same hash of the
-canonical bytes, which the verifier reads once with the rows). The service can only append, but whoever
-holds the database superuser can switch the triggers off and edit rows. :func:`check_chain` finds what
-such an edit leaves behind, at the position it happened:
+Every stored event carries its hash and its predecessor's (:func:`service.store.model.event_hash`: the
+type and payload, and from row hash version 2 on the metadata and time as well). The service can only
+append, but whoever holds the database superuser can switch the triggers off and edit rows.
+:func:`check_chain` finds what such an edit leaves behind, at the position it happened:
 
-* ``changed`` — an event's type or payload no longer hashes to its stored hash;
+* ``changed`` — an event's type, payload, metadata or time no longer hashes to its stored hash (or a row
+  went back to hash version 1 after a version-2 row);
 * ``swapped`` — two events stand at each other's places (their contents, or whole rows, were exchanged);
 * ``deleted`` — a version is missing from the stream, or events the command ledger says were written
   are gone from its end;
@@ -21,12 +21,12 @@ recomputed chain mends: :func:`check_import` finds where its lines no longer mat
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from service.codec import canonical as encode
 from service.store import GENESIS_HASH, StoredEvent
+from service.store.model import HASH_VERSIONS, event_hash, row_facts
 
 from .entries import RecordImported, RecordLine
 
@@ -43,25 +43,24 @@ class ChainFinding:
         return {"position": self.position, "kind": self.kind, "message": self.message}
 
 
-def chain_hash_of(prev_hash: bytes, game_id: str, version: int, canonical: bytes) -> bytes:
-    """:func:`service.store.chain_hash` of an event whose canonical bytes (:func:`service.codec.canonical`
-    of its type and payload) are already written: the same framing, hashed in one call."""
-    framed = b"".join((prev_hash, game_id.encode(), b"\n", str(version).encode("ascii"), b"\n", canonical))
-    return hashlib.sha256(framed).digest()
-
-
 class _Contents:
-    """The hash of a row's content (its type and payload) at any place of the chain, from the row's
-    canonical bytes (:func:`service.codec.canonical`), each written once however often a swap search
-    asks for it."""
+    """The hash of a row's content (its type and payload, and the facts its hash version adds) at any
+    place of the chain, from the row's canonical bytes (:func:`service.codec.canonical`), each written
+    once however often a swap search asks for it."""
 
     def __init__(self, rows: Sequence[StoredEvent], canonical: Sequence[bytes] | None) -> None:
         self.rows = rows
         self.canonical = canonical if canonical is not None else [encode(r.type, r.payload) for r in rows]
+        self.facts = [row_facts(r.hash_version, r.metadata, r.recorded_at) for r in rows]
 
     def hash(self, index: int, prev_hash: bytes, version: int) -> bytes:
         """The chain's hash of ``rows[index]``'s content at ``version``, after ``prev_hash``."""
-        return chain_hash_of(prev_hash, self.rows[index].game_id, version, self.canonical[index])
+        row = self.rows[index]
+        if row.hash_version not in HASH_VERSIONS:
+            return b""  # a hash version no writer ever used: the row matches no hash
+        return event_hash(
+            row.hash_version, prev_hash, row.game_id, version, self.canonical[index], self.facts[index]
+        )
 
 
 def check_chain(
@@ -83,6 +82,7 @@ def check_chain(
     findings: list[ChainFinding] = []
     prev = GENESIS_HASH
     expected = 1
+    hash_version = 1  # the highest row hash version so far: a stream never goes back
     resume: dict[int, bytes] = {}  # the second row of a swap found earlier -> the hash its place links on
     for index, row in enumerate(rows):
         if row.game_id != game_id:
@@ -98,6 +98,16 @@ def check_chain(
             findings.append(ChainFinding(expected, "deleted", f"{missing} missing from the stream"))
             prev = row.prev_hash  # nothing to link across a hole
         expected = row.version + 1
+        if row.hash_version < hash_version:
+            findings.append(
+                ChainFinding(
+                    row.version,
+                    "changed",
+                    f"the event at {row.version} has row hash version {row.hash_version} after a version-"
+                    f"{hash_version} row: its metadata and time were taken out of the chain",
+                )
+            )
+        hash_version = max(hash_version, row.hash_version)
         if index in resume:
             prev = resume.pop(index)
             continue

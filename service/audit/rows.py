@@ -76,7 +76,9 @@ def parse_rows(raw: Iterable[tuple[Any, ...]], cache: StreamCache | None = None)
     parsed = {} if cache is None else cache.payloads
     # A command's events share their metadata (its command id): read once, each row its own copy.
     flat: dict[str, dict[str, str]] = {}
-    for position, game_id, version, kind, payload_text, metadata_text, recorded_at, xid, prev, digest in raw:
+    for row in raw:
+        position, game_id, version, kind, payload_text, metadata_text = row[:6]
+        recorded_at, xid, prev, digest, hash_version = row[6:]
         found = parsed.get((kind, payload_text))
         if found is None:
             found = parsed[kind, payload_text] = load_canonical(kind, payload_text)
@@ -95,6 +97,7 @@ def parse_rows(raw: Iterable[tuple[Any, ...]], cache: StreamCache | None = None)
                 xid,
                 bytes(prev),
                 bytes(digest),
+                hash_version,
             )
         )
         canonical.append(encoded)

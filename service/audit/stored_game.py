@@ -4,8 +4,9 @@
 finds in the record the game stands for (violations, rulings, rounds, scores, the final table), every
 reference given as a position of the game's stream, plus
 
-* ``chain`` — the hash chain recomputed (:func:`service.audit.chain.check_chain`), and an imported
-  record's lines checked against its fingerprint (:func:`service.audit.chain.check_import`);
+* ``chain`` — the hash chain recomputed (:func:`service.audit.chain.check_chain`), the command ledger
+  checked against it (:func:`service.audit.ledger.check_ledger`), and an imported record's lines checked
+  against its fingerprint (:func:`service.audit.chain.check_import`);
 * ``seed`` — the commitment checked and every card re-derived from the seed (fair dealing);
 * ``replay`` — for a game the service ran, each command's stored events compared with what today's rules
   engine makes of the same command, and the stored outcome with the replayed one (a rules fix shows
@@ -23,6 +24,7 @@ Everything here is pure: the caller reads the stream (and the secret seed, if it
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from service.catalogue import encode, type_name
 from service.rules.commands import Catch
@@ -30,7 +32,7 @@ from service.rules.events import Event, GameEnded
 from service.rules.state import State
 from service.rules.uno import catch_reason
 from service.rules.violations import Rule
-from service.store import StoredEvent
+from service.store import LedgerRow, StoredEvent
 
 from .chain import check_chain, check_import
 from .entries import DisputeKind
@@ -48,6 +50,7 @@ from .game_report import (
     SeedStatus,
     StoredForm,
 )
+from .ledger import check_ledger
 from .log import GameLog, LogError, LoggedCommands, LoggedRecord, last_line, record_sha256, truncated
 from .record import Action, ActionKind, GameRecord, RecordError
 from .report import Outcome, RulesReport, Ruling
@@ -93,7 +96,7 @@ def _replayed(logged: LoggedRecord | LoggedCommands) -> Report:
 def verify_game(
     log: GameLog,
     *,
-    ledger_last_version: int | None = None,
+    ledger: Sequence[LedgerRow] | None = None,
     projection_problems: list[str] | None = None,
     show_seed: bool = False,
     via_record: bool = False,
@@ -102,13 +105,16 @@ def verify_game(
 
     ``log.seed`` is used to re-derive the cards whenever it is given; ``show_seed`` also shows it (the
     game has ended, or the adjudicator revealed it). ``projection_problems`` is the read models'
-    cross-check (``None``: not run).
+    cross-check (``None``: not run). ``ledger`` is the game's command ledger (``None``: not checked).
 
     A live game's commands, as read back from its events, are replayed as they are
     (:meth:`GameLog.commands`, :meth:`Replay.run_commands`); ``via_record`` writes them as the record
     the game stands for and replays that instead (:meth:`GameLog.record`): the same report, slower.
     """
-    findings = check_chain(log.game_id, log.rows, ledger_last_version, log.canonical)
+    ledger_last = None if ledger is None else max((row.last_version for row in ledger), default=None)
+    findings = check_chain(log.game_id, log.rows, ledger_last, log.canonical)
+    if ledger is not None:
+        findings += check_ledger(log.rows, ledger, findings)
     if log.imported is not None:
         lines, text = log.record_lines(), log.record_text()
         findings += check_import(log.rows[0].version, log.imported, lines, record_sha256(text), findings)

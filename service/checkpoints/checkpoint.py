@@ -8,7 +8,7 @@ A checkpoint's note text is three lines and optional extension lines::
 
 For a game the *origin* is ``<service name>/game/<game id>``, the size is the game's version (how many
 events its stream holds) and the root hash is the head of its hash chain at that version: the ``hash``
-of event ``size`` (:func:`service.store.chain_hash`), which depends on every event before it. The
+of event ``size`` (:func:`service.store.model.event_hash`), which depends on every event before it. The
 service signs it with its key, whose name is the service name; the player keeps the signed note, a
 :class:`Receipt`. Nobody, the service's operators included, can later show another history of that
 game up to that version without a new signature that contradicts the receipt.

@@ -3,7 +3,8 @@
 A receipt says "game ``G`` had, at version ``v``, head ``h``" under the service's signature
 (:mod:`.checkpoint`). Checking it against a stored log (or a copy of one) means: the signature verifies
 with a published key, the checkpoint is this game's, the log reaches version ``v``, and the chain
-*recomputed from the events themselves* (:func:`service.store.chain_hash` from the genesis hash) has
+*recomputed from the events themselves* (:func:`service.store.model.event_hash` from the genesis hash,
+each row by its hash version: its metadata and time too from version 2 on) has
 head ``h`` at ``v``. The stored ``hash`` column is not trusted: whoever rewrites a game can rewrite it
 too, and the point of a receipt is that they cannot rewrite the signature with it.
 
@@ -19,7 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.store.model import GENESIS_HASH, StoredEvent, chain_hash
+from service.codec import canonical
+from service.store.model import GENESIS_HASH, HASH_VERSIONS, StoredEvent, event_hash, row_facts
 
 from .checkpoint import open_game_receipt
 from .keys import Verifier
@@ -67,7 +69,12 @@ def recomputed_heads(game_id: str, rows: Sequence[StoredEvent]) -> list[bytes]:
     heads: list[bytes] = []
     previous = GENESIS_HASH
     for version, row in enumerate(rows, start=1):
-        previous = chain_hash(previous, game_id, version, row.type, row.payload)
+        if row.hash_version not in HASH_VERSIONS:  # no writer's: matches no head
+            previous = bytes(32)
+        else:
+            facts = row_facts(row.hash_version, row.metadata, row.recorded_at)
+            content = canonical(row.type, row.payload)
+            previous = event_hash(row.hash_version, previous, game_id, version, content, facts)
         heads.append(previous)
     return heads
 

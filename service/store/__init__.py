@@ -14,11 +14,21 @@
 See ``docs/DESIGN.md`` ("The event store") for why.
 """
 
-from .errors import CommandReused, GameExists, GameNotFound, StoreError, VersionConflict
+from .errors import CommandReused, GameExists, GameNotFound, LedgerMismatch, StoreError, VersionConflict
 from .interface import GameCatalogue, Store, StreamStore, Wakeups
 from .memory import MemoryStore
 from .migrate import MigrationError, apply_migrations, migrations
-from .model import GENESIS_HASH, AppendResult, Cursor, GameRow, NewEvent, StoredEvent, chain_hash, cursor_of
+from .model import (
+    GENESIS_HASH,
+    AppendResult,
+    Cursor,
+    GameRow,
+    LedgerRow,
+    NewEvent,
+    StoredEvent,
+    chain_hash,
+    cursor_of,
+)
 from .store import APP_ROLE, EventStore
 from .streams import Listener
 
@@ -33,6 +43,8 @@ __all__ = [
     "GameExists",
     "GameNotFound",
     "GameRow",
+    "LedgerMismatch",
+    "LedgerRow",
     "Listener",
     "MemoryStore",
     "MigrationError",

@@ -52,3 +52,15 @@ class GameNotFound(StoreError):
     def __init__(self, game_id: str) -> None:
         super().__init__(f"game {game_id!r} does not exist")
         self.game_id = game_id
+
+
+class LedgerMismatch(StoreError):
+    """The command ledger and the events disagree about a command id: the events carry it but its ledger
+    row is gone, or the row names other versions or another request than those events. Such a command is
+    neither carried out again nor answered as a retry: the store was edited behind the service's back
+    (``uno-audit verify --game`` names the rows)."""
+
+    def __init__(self, game_id: str, command_id: str, detail: str) -> None:
+        super().__init__(f"game {game_id!r}, command {command_id!r}: {detail}")
+        self.game_id = game_id
+        self.command_id = command_id

@@ -17,8 +17,9 @@ ever happens to commands that would have waited anyway.
 Each command keeps its own semantics inside the group, because the statement decides per command, from
 what the database holds, whether to write it (``checked``):
 
-* its command id recorded before (same game): nothing is written for it; its first result comes back
-  (``duplicate=True``), or :class:`~service.store.CommandReused` for another request;
+* its command id recorded before (same game), in the ledger or on events: nothing is written for it, and
+  it is settled alone, where its ledger row is checked against its events (its first result,
+  :class:`~service.store.CommandReused` for another request, or :class:`~service.store.LedgerMismatch`);
 * otherwise it is written only if its game's last stored version is the version it expects and that
   version's hash is its ``prev_hash``; else it fails alone with :class:`~service.store.VersionConflict`,
   :class:`~service.store.GameNotFound` (no events: no game) or a :class:`~service.store.StoreError`
@@ -41,16 +42,15 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import CommandReused, GameNotFound, StoreError, VersionConflict
+from .errors import GameNotFound, StoreError, VersionConflict
 from .global_order import Connection
-from .model import AppendResult, Batch
+from .model import HASH_VERSION, AppendResult, Batch, utc_text
 
 #: The most commands in one group: enough to carry 64 games' commands at once, small enough that one
 #: statement stays short (a group is one transaction, and the gap-free reader waits for it).
@@ -58,59 +58,54 @@ DEFAULT_MAX_BATCH = 64
 
 #: One statement for a group of commands, each of another game, notifying ``{channel}``. ``%(batch)s`` is a
 #: jsonb array with one object per command (see :func:`batch_item`). One row comes back per command, in the
-#: order given: what it wrote (``positions``, ``times``, ``xids``, none if nothing) and, for one that
-#: wrote nothing, why — its ledger row (``seen_*``) or its game's head (version, and whether its hash is
-#: the given one).
+#: order given: what it wrote (``positions``, ``xids``, none if nothing) and, for one that
+#: wrote nothing, why — its id recorded before (``seen``: in the ledger or on events) or its game's head
+#: (version, and whether its hash is the given one).
 BATCH_APPEND: Final = """
 WITH batch AS MATERIALIZED (
     SELECT b.i, b.game_id, b.command_id, decode(b.request, 'hex') AS request, b.expected,
-           decode(b.prev, 'hex') AS prev, b.metadata, b.events
+           decode(b.prev, 'hex') AS prev, b.metadata, b.recorded_at, b.events
       FROM jsonb_to_recordset(%(batch)s) AS b(
                i int, game_id text, command_id text, request text, expected int, prev text,
-               metadata jsonb, events jsonb)
+               metadata jsonb, recorded_at timestamptz, events jsonb)
 ), checked AS MATERIALIZED (
-    SELECT b.*, seen.request_sha256 AS seen_request, seen.first_version AS seen_first,
-           seen.last_version AS seen_last, seen.last_hash AS seen_hash,
+    SELECT b.*,
+           EXISTS (SELECT FROM commands c WHERE c.game_id = b.game_id AND c.command_id = b.command_id)
+           OR EXISTS (
+               SELECT FROM events e WHERE e.game_id = b.game_id AND e.metadata->>'command_id' = b.command_id
+           ) AS seen,
            head.version AS head_version, head.hash = b.prev AS linked
       FROM batch b
-      LEFT JOIN LATERAL (
-          SELECT c.request_sha256, c.first_version, c.last_version,
-                 (SELECT e.hash FROM events e WHERE e.game_id = c.game_id AND e.version = c.last_version)
-                     AS last_hash
-            FROM commands c
-           WHERE c.game_id = b.game_id AND c.command_id = b.command_id
-      ) seen ON true
       LEFT JOIN LATERAL (
           SELECT e.version, e.hash FROM events e WHERE e.game_id = b.game_id ORDER BY e.version DESC LIMIT 1
       ) head ON true
 ), command AS (
-    INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version)
-    SELECT k.game_id, k.command_id, k.request, k.expected + 1, k.expected + jsonb_array_length(k.events)
+    INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version, recorded_at)
+    SELECT k.game_id, k.command_id, k.request, k.expected + 1, k.expected + jsonb_array_length(k.events),
+           k.recorded_at
       FROM checked k
-     WHERE k.seen_request IS NULL AND k.head_version = k.expected AND k.linked
+     WHERE NOT k.seen AND k.head_version = k.expected AND k.linked
      ORDER BY k.i
     ON CONFLICT (game_id, command_id) DO NOTHING
     RETURNING game_id, command_id
 ), appended AS (
-    INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
-    SELECT k.game_id, k.expected + e.i::int, e.item->>'type', e.item->'payload', k.metadata,
-           decode(e.item->>'prev_hash', 'hex'), decode(e.item->>'hash', 'hex')
+    INSERT INTO events (game_id, version, type, payload, metadata, recorded_at, prev_hash, hash, hash_version)
+    SELECT k.game_id, k.expected + e.i::int, e.item->>'type', e.item->'payload', k.metadata, k.recorded_at,
+           decode(e.item->>'prev_hash', 'hex'), decode(e.item->>'hash', 'hex'), %(hash_version)s
       FROM command
       JOIN checked k ON k.game_id = command.game_id AND k.command_id = command.command_id,
            jsonb_array_elements(k.events) WITH ORDINALITY AS e(item, i)
      ORDER BY k.i, e.i
-    RETURNING game_id, version, position, recorded_at, xid
+    RETURNING game_id, version, position, xid
 ), notified AS MATERIALIZED (
     SELECT pg_notify('{channel}', game_id) FROM command
 ), written AS (
     SELECT a.game_id, array_agg(a.position ORDER BY a.version) AS positions,
-           array_agg(a.recorded_at ORDER BY a.version) AS times,
            array_agg(a.xid::text::bigint ORDER BY a.version) AS xids
       FROM appended a
      GROUP BY a.game_id
 )
-SELECT k.i, w.positions, w.times, w.xids, k.seen_request, k.seen_first, k.seen_last, k.seen_hash,
-       k.head_version, k.linked
+SELECT k.i, w.positions, w.xids, k.seen, k.head_version, k.linked
   FROM checked k
   LEFT JOIN written w ON w.game_id = k.game_id
  CROSS JOIN (SELECT count(*) FROM notified) n
@@ -137,7 +132,6 @@ class Pending:
     """A command waiting in the queue: its events, chained and hashed, and where its outcome goes."""
 
     batch: Batch
-    request_hash: bytes
     future: asyncio.Future[Outcome] = field(default_factory=_new_future)
 
     def settle(self, outcome: Outcome) -> None:
@@ -153,10 +147,11 @@ def batch_item(index: int, pending: Pending) -> dict[str, Any]:
         "i": index,
         "game_id": batch.game_id,
         "command_id": batch.command_id,
-        "request": pending.request_hash.hex(),
+        "request": batch.request_hash.hex(),
         "expected": batch.first_version - 1,
         "prev": batch.prev_hashes[0].hex(),
         "metadata": batch.metadata,
+        "recorded_at": utc_text(batch.recorded_at),
         "events": [
             {"type": event.type, "payload": event.payload, "prev_hash": prev.hex(), "hash": digest.hex()}
             for event, prev, digest in zip(batch.events, batch.prev_hashes, batch.hashes, strict=True)
@@ -166,16 +161,14 @@ def batch_item(index: int, pending: Pending) -> dict[str, Any]:
 
 def outcome_of(pending: Pending, row: Sequence[Any]) -> Outcome:
     """What one command's row of :data:`BATCH_APPEND` means, in the order a single append decides it:
-    written; else an earlier run of the command id; else the game's head says why not."""
+    written; else an earlier run of the command id (settled alone); else the game's head says why not."""
     batch = pending.batch
-    _, positions, times, xids, seen_request, seen_first, seen_last, seen_hash, head_version, linked = row
+    _, positions, xids, seen, head_version, linked = row
     if positions is not None:
-        written: list[tuple[int, datetime, int]] = list(zip(positions, times, xids, strict=True))
+        written: list[tuple[int, int]] = list(zip(positions, xids, strict=True))
         return batch.result(written)
-    if seen_request is not None:
-        if bytes(seen_request) != pending.request_hash:
-            return CommandReused(batch.command_id, "for another request")
-        return AppendResult(seen_first, seen_last, bytes(seen_hash), duplicate=True)
+    if seen:  # a retry (rare): the single statement checks its ledger row against its events
+        return ALONE
     expected = batch.first_version - 1
     if head_version is None:  # every stream starts with its game's first events: no events, no game
         return GameNotFound(batch.game_id)
@@ -197,7 +190,7 @@ class GroupCommit:
         pool: AsyncConnectionPool[Connection],
         *,
         channel: str,
-        alone: Callable[[Connection, Batch, bytes], Awaitable[AppendResult]],
+        alone: Callable[[Connection, Batch], Awaitable[AppendResult]],
         max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
         """Groups go through ``pool`` and notify ``channel``; a group of one is written by ``alone`` (the
@@ -232,7 +225,7 @@ class GroupCommit:
             self.groups += 1
             self.commands += 1
             async with self._pool.connection() as conn:
-                return await self._alone(conn, pending.batch, pending.request_hash)
+                return await self._alone(conn, pending.batch)
         finally:
             if self._queue:
                 self._flusher = asyncio.create_task(self._flush(), name="uno-audit-group-commit")
@@ -283,7 +276,7 @@ class GroupCommit:
         self.commands += 1
         try:
             async with self._pool.connection() as conn:
-                result = await self._alone(conn, pending.batch, pending.request_hash)
+                result = await self._alone(conn, pending.batch)
         except Exception as error:
             pending.settle(error)
             return
@@ -296,7 +289,10 @@ class GroupCommit:
         """Send one group and hand each command its outcome; never raises (but when cancelled)."""
         self.groups += 1
         self.commands += len(group)
-        params = {"batch": Jsonb([batch_item(i, pending) for i, pending in enumerate(group)])}
+        params = {
+            "batch": Jsonb([batch_item(i, pending) for i, pending in enumerate(group)]),
+            "hash_version": HASH_VERSION,
+        }
         used: Connection | None = None
         try:
             async with self._pool.connection() as conn:

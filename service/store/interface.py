@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from .model import START, AppendResult, CommandRow, Cursor, GameRow, NewEvent, StoredEvent
+from .model import START, AppendResult, CommandRow, Cursor, GameRow, LedgerRow, NewEvent, StoredEvent
 
 
 class Wakeups(Protocol):
@@ -78,8 +78,9 @@ class StreamStore(Protocol):
       Streams are started only by :meth:`Store.create_game`.
     * ``read_all`` pages through every stream's events in the gap-free global order (``Cursor``): no
       event is ever skipped or returned twice, and each stream's events come in version order.
-    * ``command`` and ``ledger_last_version`` read the command ledger, kept per stream: a command id
-      names one command of one stream.
+    * ``command`` and ``ledger`` read the command ledger, kept per stream: a command id names one
+      command of one stream. ``command`` checks the row against the events that carry the id, and raises
+      :class:`~service.store.errors.LedgerMismatch` when they disagree (as ``append`` does for a retry).
     """
 
     async def append(
@@ -104,7 +105,7 @@ class StreamStore(Protocol):
 
     async def command(self, game_id: str, command_id: str) -> CommandRow | None: ...
 
-    async def ledger_last_version(self, game_id: str) -> int | None: ...
+    async def ledger(self, game_id: str) -> list[LedgerRow]: ...
 
     def listen(self) -> Wakeups: ...
 

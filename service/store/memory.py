@@ -33,11 +33,14 @@ from .model import (
     START,
     AppendResult,
     Batch,
+    Carried,
     CommandRow,
     Cursor,
     GameRow,
+    LedgerRow,
     NewEvent,
     StoredEvent,
+    agreed,
     check_append,
     check_create,
     check_limit,
@@ -63,7 +66,7 @@ class MemoryStore(Store):
 
     def __init__(self) -> None:
         self._games: dict[str, _Game] = {}
-        self._commands: dict[tuple[str, str], CommandRow] = {}
+        self._commands: dict[tuple[str, str], LedgerRow] = {}
         self._log: list[StoredEvent] = []
         self._keys: list[Cursor] = []  # cursor_of each event of _log, for bisecting
         self._xid = 0
@@ -90,7 +93,7 @@ class MemoryStore(Store):
             prev_hash = _hash_at(stream, expected_version)
             if prev_hash is None:
                 return self._settle(command_id, game_id, expected_version, request_hash)
-        batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id)
+        batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id, request_hash)
         earlier = self._earlier(command_id, game_id, request_hash)
         if earlier is not None:
             return earlier
@@ -124,15 +127,16 @@ class MemoryStore(Store):
         return self._log[start : start + limit]
 
     async def command(self, game_id: str, command_id: str) -> CommandRow | None:
-        """``(request_hash, first_version, last_version)`` of a command recorded for the game, or ``None``."""
+        """``(request_hash, first_version, last_version)`` of a command recorded for the game, or ``None``;
+        :class:`~service.store.errors.LedgerMismatch` when the ledger and the events disagree."""
         await _turn()
-        return self._commands.get((game_id, command_id))
+        return self._agreed(game_id, command_id)
 
-    async def ledger_last_version(self, game_id: str) -> int | None:
-        """The highest version the command ledger says was written for the game (``None``: no command)."""
+    async def ledger(self, game_id: str) -> list[LedgerRow]:
+        """The game's whole command ledger, in version order."""
         await _turn()
-        versions = [row[2] for (game, _), row in self._commands.items() if game == game_id]
-        return max(versions, default=None)
+        rows = [row for (game, _), row in self._commands.items() if game == game_id]
+        return sorted(rows, key=lambda row: (row.first_version, row.command_id))
 
     def listen(self) -> MemoryWakeups:
         """The ids of games as they are appended to (see :class:`~service.store.interface.Wakeups`)."""
@@ -197,7 +201,7 @@ class MemoryStore(Store):
         """Catalogue the game and start its stream, all or nothing (see :class:`~service.store.Store`)."""
         await _turn()
         check_create(game_id, players, seat_token_hashes, events)
-        batch = Batch(game_id, 0, GENESIS_HASH, events, metadata, command_id)
+        batch = Batch(game_id, 0, GENESIS_HASH, events, metadata, command_id, request_hash)
         earlier = self._earlier(command_id, game_id, request_hash)
         if earlier is not None:
             return earlier
@@ -223,20 +227,17 @@ class MemoryStore(Store):
     def _commit(self, batch: Batch, request_hash: bytes, stream: list[StoredEvent]) -> AppendResult:
         """Store ``batch`` as one transaction: ledger row, events, wake-ups."""
         self._xid += 1
-        now = datetime.now(UTC)
         first_position = len(self._log) + 1
         positions = range(first_position, first_position + len(batch.events))
-        result = batch.result([(position, now, self._xid) for position in positions])
+        result = batch.result([(position, self._xid) for position in positions])
         stored = [
             replace(e, payload=_json_copy(e.payload), metadata=_json_copy(e.metadata)) for e in result.events
         ]
         stream.extend(stored)
         self._log.extend(stored)
         self._keys.extend(cursor_of(e) for e in stored)
-        self._commands[batch.game_id, batch.command_id] = (
-            request_hash,
-            batch.first_version,
-            batch.last_version,
+        self._commands[batch.game_id, batch.command_id] = LedgerRow(
+            batch.command_id, request_hash, batch.first_version, batch.last_version, batch.recorded_at
         )
         for listener in self._listeners:
             listener.notify(batch.game_id)
@@ -245,7 +246,7 @@ class MemoryStore(Store):
     def _earlier(self, command_id: str, game_id: str, request_hash: bytes) -> AppendResult | None:
         """The first result of ``command_id`` if the game recorded it for the same request, else ``None``;
         :class:`CommandReused` if it recorded it for another request."""
-        seen = self._commands.get((game_id, command_id))
+        seen = self._agreed(game_id, command_id)
         if seen is None:
             return None
         stored_request, first_version, last_version = seen
@@ -253,6 +254,24 @@ class MemoryStore(Store):
             raise CommandReused(command_id, "for another request")
         last_hash = self._stream(game_id)[last_version - 1].hash
         return AppendResult(first_version, last_version, last_hash, duplicate=True)
+
+    def _agreed(self, game_id: str, command_id: str) -> CommandRow | None:
+        """The command's ledger row agreed with the events that carry its id (see
+        :func:`~service.store.model.agreed`)."""
+        row = self._commands.get((game_id, command_id))
+        ledger = None if row is None else (row.request_sha256, row.first_version, row.last_version)
+        carrying = [
+            e
+            for e in self._stream(game_id)
+            if isinstance(e.metadata, dict) and e.metadata.get("command_id") == command_id
+        ]
+        carried = Carried(
+            len(carrying),
+            carrying[0].version if carrying else None,
+            carrying[-1].version if carrying else None,
+            frozenset(str(e.metadata.get("request_sha256", "")) for e in carrying),
+        )
+        return agreed(game_id, command_id, ledger, carried)
 
     def _settle(
         self, command_id: str, game_id: str, expected_version: int, request_hash: bytes

@@ -7,18 +7,26 @@ a hash the in-memory store hands out is the hash PostgreSQL would store and the 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
 from service.codec import canonical
 
-from .errors import StoreError
+from .errors import LedgerMismatch, StoreError
 
 GENESIS_HASH = bytes(32)
 """The ``prev_hash`` of every game's version 1."""
+
+HASH_VERSION = 2
+"""The row hash every new event gets (:func:`event_hash`). Rows stored with an earlier one keep it: a row's
+``hash_version`` says how its hash was made, and the verifier recomputes each row by its own."""
+
+HASH_VERSIONS = (1, 2)
+"""Every row hash version a writer has used."""
 
 DISPUTE_TYPES = ("DisputeFiled", "DisputeRuled")
 """The stored types of the audit trail's disputes and rulings (:mod:`service.audit.entries`), which the
@@ -26,6 +34,57 @@ catalogue looks up across games."""
 
 CommandRow: TypeAlias = tuple[bytes, int, int]
 """A command recorded in a game's ledger: ``(request_hash, first_version, last_version)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRow:
+    """A whole row of a game's command ledger (the ``commands`` table)."""
+
+    command_id: str
+    request_sha256: bytes
+    first_version: int
+    last_version: int
+    recorded_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """What the events say of one command id: the versions that carry it (``count`` of them, from
+    ``first`` to ``last``) and the request hashes (hex) their metadata names (``""`` for a row of hash
+    version 1, which names none)."""
+
+    count: int
+    first: int | None
+    last: int | None
+    requests: frozenset[str]
+
+
+def agreed(game_id: str, command_id: str, ledger: CommandRow | None, carried: Carried) -> CommandRow | None:
+    """The ledger row of ``command_id`` once it agrees with the events that carry the id (``None``: a new
+    command, which neither knows); :class:`LedgerMismatch` when they disagree. Both stores settle every
+    retry through here, so a command is never carried out twice, nor answered with another's result."""
+    if ledger is None:
+        if carried.count:
+            raise LedgerMismatch(
+                game_id,
+                command_id,
+                f"the events at {carried.first}–{carried.last} carry this command id, and the command "
+                "ledger has no row for it",
+            )
+        return None
+    request, first, last = ledger
+    if (carried.first, carried.last, carried.count) != (first, last, last - first + 1):
+        held = f"{carried.first}–{carried.last}" if carried.count else "none"
+        raise LedgerMismatch(
+            game_id,
+            command_id,
+            f"the command ledger says versions {first}–{last}, the events that carry the id are {held}",
+        )
+    if not carried.requests <= {"", request.hex()}:
+        raise LedgerMismatch(
+            game_id, command_id, "the command ledger's request hash is not the one the events carry"
+        )
+    return ledger
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +109,7 @@ class StoredEvent:
     xid: int
     prev_hash: bytes
     hash: bytes
+    hash_version: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +154,8 @@ class GameRow:
 
 
 def chain_hash(prev_hash: bytes, game_id: str, version: int, type: str, payload: Mapping[str, Any]) -> bytes:
-    """The hash of one event: ``sha256(prev_hash ‖ game_id ‖ "\\n" ‖ version ‖ "\\n" ‖ canonical)``.
+    """The hash of one event of row version 1: ``sha256(prev_hash ‖ game_id ‖ "\n" ‖ version ‖ "\n" ‖
+    canonical)``.
 
     ``game_id`` is UTF-8, ``version`` decimal ASCII digits, and ``canonical`` is
     :func:`service.codec.canonical` of ``(type, payload)``: sorted keys, no spaces, UTF-8. Linking each
@@ -102,16 +163,62 @@ def chain_hash(prev_hash: bytes, game_id: str, version: int, type: str, payload:
     every later hash, which the verifier detects by recomputing the chain from ``GENESIS_HASH``. The game
     id and version are hashed too so an event cannot be moved to another game or place unnoticed. The
     framing is unambiguous: canonical JSON contains no raw newline and starts with ``{``, so the last two
-    newlines always delimit the version. Metadata (command id, actor) is deliberately not covered: it
-    describes the request, not the game.
+    newlines always delimit the version. Version 1 leaves the metadata out; :func:`event_hash` says what
+    version 2 adds.
     """
+    return event_hash(1, prev_hash, game_id, version, canonical(type, payload), b"")
+
+
+def row_facts(hash_version: int, metadata: Any, recorded_at: datetime) -> bytes:
+    """What row version ``hash_version`` hashes besides the type and payload: nothing for version 1; for
+    version 2, the canonical JSON of ``{"hash_version", "metadata", "recorded_at"}`` (the time in UTC,
+    ISO 8601 with microseconds, as ``timestamptz`` keeps it)."""
+    if hash_version == 1:
+        return b""
+    facts = {"hash_version": hash_version, "metadata": metadata, "recorded_at": utc_text(recorded_at)}
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def utc_text(moment: datetime) -> str:
+    """``moment`` as the hash writes it: UTC, ISO 8601, microseconds (``2026-12-05T07:30:00.5+00:00`` is
+    written ``2026-12-05T07:30:00.500000+00:00``)."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def event_hash(
+    hash_version: int, prev_hash: bytes, game_id: str, version: int, content: bytes, facts: bytes
+) -> bytes:
+    """The hash of a row of ``hash_version`` from its canonical ``content`` (type and payload) and
+    :func:`row_facts`. Version 1 is :func:`chain_hash`'s framing. Version 2 appends ``"\n" ‖ facts``:
+    the command id, the request's hash, the actor, the command and the time are then under the chain
+    too. Canonical JSON holds no raw newline, so a version-2 preimage has one newline more than any
+    version-1 preimage, and the two can never be taken for each other.
+    """
+    if hash_version not in HASH_VERSIONS:
+        raise ValueError(f"no row hash version {hash_version}")
     digest = hashlib.sha256(prev_hash)
     digest.update(game_id.encode())
     digest.update(b"\n")
     digest.update(str(version).encode("ascii"))
     digest.update(b"\n")
-    digest.update(canonical(type, payload))
+    digest.update(content)
+    if hash_version >= 2:
+        digest.update(b"\n")
+        digest.update(facts)
     return digest.digest()
+
+
+def stored_hash(row: StoredEvent, prev_hash: bytes | None = None, version: int | None = None) -> bytes:
+    """The hash ``row`` should carry by its own ``hash_version`` (after ``prev_hash`` and at ``version``:
+    by default its own)."""
+    return event_hash(
+        row.hash_version,
+        row.prev_hash if prev_hash is None else prev_hash,
+        row.game_id,
+        row.version if version is None else version,
+        canonical(row.type, row.payload),
+        row_facts(row.hash_version, row.metadata, row.recorded_at),
+    )
 
 
 def cursor_of(event: StoredEvent) -> Cursor:
@@ -124,7 +231,9 @@ class Batch:
 
     Checking the payloads and computing the hashes before anything is written means that a value the
     store could not keep exactly is refused up front, and that the store's own trigger (PostgreSQL)
-    only has to compare the links it is given.
+    only has to compare the links it is given. The events are rows of :data:`HASH_VERSION`: their
+    metadata (``metadata`` plus ``command_id`` and ``request_sha256``, the ledger row's facts) and their
+    time, ``recorded_at`` (default: now), are hashed with them and stored as given.
     """
 
     def __init__(
@@ -135,24 +244,31 @@ class Batch:
         events: Sequence[NewEvent],
         metadata: Mapping[str, Any],
         command_id: str,
+        request_hash: bytes,
+        recorded_at: datetime | None = None,
     ) -> None:
         check_json(metadata, "metadata")
         self.game_id = game_id
         self.command_id = command_id
-        self.metadata = {**metadata, "command_id": command_id}
+        self.request_hash = request_hash
+        self.metadata = {**metadata, "command_id": command_id, "request_sha256": request_hash.hex()}
+        # A whole number of microseconds in UTC: what timestamptz keeps, so the stored time hashes alike.
+        self.recorded_at = (recorded_at or datetime.now(UTC)).astimezone(UTC)
         self.first_version = after_version + 1
         self.last_version = after_version + len(events)
         self.events = list(events)
         self.prev_hashes: list[bytes] = []
         self.hashes: list[bytes] = []
+        facts = row_facts(HASH_VERSION, self.metadata, self.recorded_at)
         for version, event in enumerate(self.events, start=self.first_version):
             check_json(event.payload, event.type)
             self.prev_hashes.append(prev_hash)
-            prev_hash = chain_hash(prev_hash, game_id, version, event.type, event.payload)
+            content = canonical(event.type, event.payload)
+            prev_hash = event_hash(HASH_VERSION, prev_hash, game_id, version, content, facts)
             self.hashes.append(prev_hash)
 
-    def result(self, written: Sequence[tuple[int, datetime, int]]) -> AppendResult:
-        """The result of storing the batch, given ``(position, recorded_at, xid)`` of each event."""
+    def result(self, written: Sequence[tuple[int, int]]) -> AppendResult:
+        """The result of storing the batch, given ``(position, xid)`` of each event."""
         if len(written) != len(self.events):
             raise StoreError(f"wrote {len(written)} of {len(self.events)} events")  # cannot happen
         stored = tuple(
@@ -163,12 +279,13 @@ class Batch:
                 event.type,
                 event.payload,
                 self.metadata,
-                recorded_at,
+                self.recorded_at,
                 xid,
                 prev_hash,
                 digest,
+                HASH_VERSION,
             )
-            for version, event, prev_hash, digest, (position, recorded_at, xid) in zip(
+            for version, event, prev_hash, digest, (position, xid) in zip(
                 range(self.first_version, self.last_version + 1),
                 self.events,
                 self.prev_hashes,

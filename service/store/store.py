@@ -161,8 +161,8 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         command raises :class:`GameExists`.
         """
         check_create(game_id, players, seat_token_hashes, events)
-        batch = Batch(game_id, 0, GENESIS_HASH, events, metadata, command_id)
-        params = write_params(batch, request_hash)
+        batch = Batch(game_id, 0, GENESIS_HASH, events, metadata, command_id, request_hash)
+        params = write_params(batch)
         params.update(
             catalogue_params(
                 variant=variant,

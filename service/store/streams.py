@@ -43,19 +43,23 @@ from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import CommandReused, GameNotFound, StoreError, VersionConflict
+from .errors import CommandReused, GameNotFound, LedgerMismatch, StoreError, VersionConflict
 from .global_order import Connection, GlobalReader
 from .group_commit import DEFAULT_MAX_BATCH, GroupCommit, Pending
 from .interface import StreamStore, Wakeups
 from .model import (
     GENESIS_HASH,
+    HASH_VERSION,
     START,
     AppendResult,
     Batch,
+    Carried,
     CommandRow,
     Cursor,
+    LedgerRow,
     NewEvent,
     StoredEvent,
+    agreed,
     check_append,
 )
 
@@ -65,7 +69,7 @@ NOTIFY_CHANNEL = "uno_events"
 #: The columns of a :class:`StoredEvent`, in its field order, over ``events e``.
 EVENT_COLUMNS = (
     "e.position, e.game_id, e.version, e.type, e.payload, e.metadata, e.recorded_at, e.xid::text::bigint, "
-    "e.prev_hash, e.hash"
+    "e.prev_hash, e.hash, e.hash_version"
 )
 
 
@@ -74,39 +78,54 @@ def write_statement(game_source: str) -> str:
 
     ``game_source`` is a FROM item named ``source`` with a ``game_id`` column (``(VALUES …)`` for an append,
     the catalogue's CTE for a new game). The events are written only if the ledger row is new (they join with
-    its RETURNING), so a recorded command id writes nothing and the statement returns no row. The events come
+    its RETURNING), so a recorded command id writes nothing and the statement returns no row; so does a
+    command id that events carry while the ledger has no row for it (:class:`LedgerMismatch`). The events come
     as one jsonb array (one prepared statement for any number of events) and are inserted in version order, so
     the insert trigger sees each one's predecessor. The final SELECT joins ``notified`` so that the
     notification is sent exactly when events were written.
     """
     return f"""
 command AS (
-    INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version)
-    SELECT source.game_id, %(command_id)s, %(request_hash)s, %(first_version)s, %(last_version)s
+    INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version, recorded_at)
+    SELECT source.game_id, %(command_id)s, %(request_hash)s, %(first_version)s, %(last_version)s,
+           %(recorded_at)s
       FROM {game_source}
+     WHERE NOT EXISTS (
+         SELECT FROM events e WHERE e.game_id = source.game_id AND e.metadata->>'command_id' = %(command_id)s
+     )
     ON CONFLICT (game_id, command_id) DO NOTHING
     RETURNING game_id
 ), appended AS (
-    INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash)
+    INSERT INTO events (game_id, version, type, payload, metadata, recorded_at, prev_hash, hash, hash_version)
     SELECT command.game_id, %(first_version)s::int + e.i::int - 1, e.item->>'type', e.item->'payload',
-           %(metadata)s, decode(e.item->>'prev_hash', 'hex'), decode(e.item->>'hash', 'hex')
+           %(metadata)s, %(recorded_at)s, decode(e.item->>'prev_hash', 'hex'), decode(e.item->>'hash', 'hex'),
+           %(hash_version)s
       FROM command, jsonb_array_elements(%(events)s) WITH ORDINALITY AS e(item, i)
      ORDER BY e.i
-    RETURNING version, position, recorded_at, xid
+    RETURNING version, position, xid
 ), notified AS (
     SELECT pg_notify('{NOTIFY_CHANNEL}', game_id) FROM command
 )
-SELECT a.position, a.recorded_at, a.xid::text::bigint FROM appended a, notified ORDER BY a.version
+SELECT a.position, a.xid::text::bigint FROM appended a, notified ORDER BY a.version
 """
 
 
 _APPEND = "WITH " + write_statement("(VALUES (%(game_id)s)) AS source (game_id)")
-_LEDGER_ROW = "FROM commands c WHERE c.game_id = %(game)s AND c.command_id = %(id)s"
-_COMMAND = f"SELECT c.request_sha256, c.first_version, c.last_version {_LEDGER_ROW}"
-_COMMAND_RESULT = (
-    "SELECT c.request_sha256, c.first_version, c.last_version, "
-    "(SELECT e.hash FROM events e WHERE e.game_id = c.game_id AND e.version = c.last_version) "
-    f"{_LEDGER_ROW}"
+#: A command id's ledger row (if any), the hash of its last version, and what the events that carry the id
+#: say (:class:`~service.store.model.Carried`): one row, whether or not either knows the id.
+_COMMAND = """
+SELECT c.request_sha256, c.first_version, c.last_version, h.hash,
+       x.count, x.first, x.last, x.requests
+  FROM (SELECT count(*) AS count, min(e.version) AS first, max(e.version) AS last,
+               coalesce(array_agg(DISTINCT coalesce(e.metadata->>'request_sha256', '')), '{}') AS requests
+          FROM events e
+         WHERE e.game_id = %(game)s AND e.metadata->>'command_id' = %(id)s) x
+  LEFT JOIN commands c ON c.game_id = %(game)s AND c.command_id = %(id)s
+  LEFT JOIN events h ON h.game_id = c.game_id AND h.version = c.last_version
+"""
+_LEDGER = (
+    "SELECT command_id, request_sha256, first_version, last_version, recorded_at FROM commands "
+    "WHERE game_id = %s ORDER BY first_version, command_id"
 )
 _STORED_HASH = "SELECT hash FROM events WHERE game_id = %s AND version = %s"
 _STREAM_VERSION = "SELECT coalesce(max(version), 0) FROM events WHERE game_id = %s"
@@ -114,7 +133,6 @@ _READ_STREAM = (
     f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.game_id = %s AND e.version > %s "
     "ORDER BY e.version LIMIT %s"
 )
-_LEDGER_LAST_VERSION = "SELECT max(last_version) FROM commands WHERE game_id = %s"
 # What a failed write can have run into, besides a recorded command id: a version taken meanwhile, a
 # hole before it, a younger predecessor, or a game that does not exist (migrations/ name them all).
 _SETTLED_CONSTRAINTS = frozenset(
@@ -186,16 +204,16 @@ class PostgresStreams(StreamStore):
                     return await _settle_failed_append(
                         conn, command_id, game_id, expected_version, request_hash
                     )
-        batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id)
+        batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id, request_hash)
         if self._group is not None:
-            outcome = await self._group.submit(Pending(batch, request_hash))
+            outcome = await self._group.submit(Pending(batch))
             if isinstance(outcome, AppendResult):
                 return outcome
             if isinstance(outcome, BaseException):
                 raise outcome
             # ALONE: the group could not settle this command; the single statement will.
         async with self._pool.connection() as conn:
-            return await _append_alone(conn, batch, request_hash)
+            return await _append_alone(conn, batch)
 
     def group_commit_stats(self) -> dict[str, int]:
         """Groups sent and the commands they carried since the store opened (both 0 without group
@@ -237,21 +255,20 @@ class PostgresStreams(StreamStore):
             return [stored_event(row) for row in await _READER.page(conn, after, limit)]
 
     async def command(self, game_id: str, command_id: str) -> CommandRow | None:
-        """``(request_hash, first_version, last_version)`` of a command recorded for the game, or ``None``."""
+        """``(request_hash, first_version, last_version)`` of a command recorded for the game, or ``None``;
+        :class:`LedgerMismatch` when the ledger and the events that carry the id disagree."""
         async with self._pool.connection() as conn:
-            cursor = await conn.execute(_COMMAND, {"game": game_id, "id": command_id}, prepare=True)
-            row = await cursor.fetchone()
-            return None if row is None else (bytes(row[0]), row[1], row[2])
+            found = await _command(conn, game_id, command_id)
+            return None if found is None else found[0]
 
-    async def ledger_last_version(self, game_id: str) -> int | None:
-        """The highest version the command ledger says was written for the game (``None``: no command).
-
-        The verifier compares it with the stream's end: events removed from the end leave no hole.
-        """
+    async def ledger(self, game_id: str) -> list[LedgerRow]:
+        """The game's whole command ledger, in version order (the verifier checks it against the events)."""
         async with self._pool.connection() as conn:
-            cursor = await conn.execute(_LEDGER_LAST_VERSION, (game_id,), prepare=True)
-            row = await cursor.fetchone()
-            return None if row is None or row[0] is None else int(row[0])
+            cursor = await conn.execute(_LEDGER, (game_id,), prepare=True)
+            return [
+                LedgerRow(command_id, bytes(request), first, last, recorded_at)
+                for command_id, request, first, last, recorded_at in await cursor.fetchall()
+            ]
 
     def listen(self) -> Listener:
         """The ids of games as they are appended to, from ``LISTEN uno_events``.
@@ -334,15 +351,17 @@ class Listener(Wakeups):
 # --- helpers, shared with the unit of work that creates a game ----------------------------------------
 
 
-def write_params(batch: Batch, request_hash: bytes) -> dict[str, Any]:
+def write_params(batch: Batch) -> dict[str, Any]:
     """The parameters of :func:`write_statement` for ``batch``."""
     return {
         "command_id": batch.command_id,
         "game_id": batch.game_id,
-        "request_hash": request_hash,
+        "request_hash": batch.request_hash,
         "first_version": batch.first_version,
         "last_version": batch.last_version,
         "metadata": Jsonb(batch.metadata),
+        "recorded_at": batch.recorded_at,
+        "hash_version": HASH_VERSION,
         # One jsonb parameter for all the events: adapting it costs a fraction of five arrays.
         "events": Jsonb(
             [
@@ -358,33 +377,60 @@ async def maybe_earlier_result(
 ) -> AppendResult | None:
     """The first result of ``command_id`` if the game recorded it for the same request, else ``None``.
 
-    Raises :class:`CommandReused` if the game recorded it for another request.
+    Raises :class:`CommandReused` if the game recorded it for another request, and
+    :class:`LedgerMismatch` if the ledger and the events disagree about it.
     """
-    cursor = await conn.execute(_COMMAND_RESULT, {"game": game_id, "id": command_id}, prepare=True)
-    row = await cursor.fetchone()
-    if row is None:
+    found = await _command(conn, game_id, command_id)
+    if found is None:
         return None
-    stored_request, first_version, last_version, last_hash = row
-    if bytes(stored_request) != request_hash:
+    (stored_request, first_version, last_version), last_hash = found
+    if stored_request != request_hash:
         raise CommandReused(command_id, "for another request")
-    return AppendResult(first_version, last_version, bytes(last_hash), duplicate=True)
+    return AppendResult(first_version, last_version, last_hash, duplicate=True)
 
 
 async def earlier_result(
     conn: Connection, command_id: str, game_id: str, request_hash: bytes
 ) -> AppendResult:
-    """:func:`maybe_earlier_result` of a command id known to be recorded."""
+    """:func:`maybe_earlier_result` of a command id that wrote nothing just now: recorded before, or (with
+    neither a ledger row nor events) gone since, which only an edit of the ledger does."""
     result = await maybe_earlier_result(conn, command_id, game_id, request_hash)
-    if result is None:  # the row was seen a moment ago and rows are never deleted
-        raise StoreError(f"command {command_id!r} was recorded and is now gone")
+    if result is None:
+        raise LedgerMismatch(game_id, command_id, "its ledger row was there a moment ago and is gone")
     return result
+
+
+async def _command(conn: Connection, game_id: str, command_id: str) -> tuple[CommandRow, bytes] | None:
+    """The command's ledger row, agreed with its events (:func:`~service.store.model.agreed`), and the hash
+    of its last version; ``None`` for a command neither knows."""
+    cursor = await conn.execute(_COMMAND, {"game": game_id, "id": command_id}, prepare=True)
+    row = await cursor.fetchone()
+    assert row is not None  # an aggregate: always one row
+    request, first, last, last_hash, count, carried_first, carried_last, requests = row
+    ledger = None if request is None else (bytes(request), first, last)
+    carried = Carried(count, carried_first, carried_last, frozenset(requests))
+    settled = agreed(game_id, command_id, ledger, carried)
+    if settled is None:
+        return None
+    return settled, b"" if last_hash is None else bytes(last_hash)
 
 
 def stored_event(row: tuple[Any, ...]) -> StoredEvent:
     """A row of :data:`EVENT_COLUMNS` as a :class:`StoredEvent`."""
-    position, game_id, version, kind, payload, metadata, recorded_at, xid, prev_hash, digest = row
+    position, game_id, version, kind, payload, metadata, recorded_at, xid = row[:8]
+    prev_hash, digest, hash_version = row[8:]
     return StoredEvent(
-        position, game_id, version, kind, payload, metadata, recorded_at, xid, bytes(prev_hash), bytes(digest)
+        position,
+        game_id,
+        version,
+        kind,
+        payload,
+        metadata,
+        recorded_at,
+        xid,
+        bytes(prev_hash),
+        bytes(digest),
+        hash_version,
     )
 
 
@@ -403,14 +449,14 @@ async def _stream_version(conn: Connection, game_id: str) -> int:
     return int(row[0])
 
 
-async def _append_alone(conn: Connection, batch: Batch, request_hash: bytes) -> AppendResult:
+async def _append_alone(conn: Connection, batch: Batch) -> AppendResult:
     """Write one command with :data:`_APPEND`, its own transaction, and settle a refusal: the path of
     every append without group commit, and of a command its group could not settle."""
-    game_id, command_id = batch.game_id, batch.command_id
+    game_id, command_id, request_hash = batch.game_id, batch.command_id, batch.request_hash
     expected_version = batch.first_version - 1
     try:
         # Autocommit: the single statement is its own transaction, one round trip in all.
-        cursor = await conn.execute(_APPEND, write_params(batch, request_hash), prepare=True)
+        cursor = await conn.execute(_APPEND, write_params(batch), prepare=True)
         returned = await cursor.fetchall()
     except (
         pg_errors.UniqueViolation,

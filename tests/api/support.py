@@ -21,7 +21,8 @@ from service.catalogue import decode_event
 from service.rules.cards import DECKS, Card
 from service.rules.events import GameCreated
 from service.rules.state import HAND_SIZE, State, fold
-from service.store import GENESIS_HASH, EventStore, StoredEvent, chain_hash
+from service.store import GENESIS_HASH, EventStore, StoredEvent
+from service.store.model import stored_hash
 
 ADMIN_TOKEN = "test-admin"
 Metadata = tuple[tuple[str, str], ...]
@@ -203,7 +204,7 @@ def assert_chain(events: Sequence[StoredEvent]) -> None:
     prev = GENESIS_HASH
     for event in events:
         assert event.prev_hash == prev, f"version {event.version} does not link to its predecessor"
-        assert event.hash == chain_hash(prev, event.game_id, event.version, event.type, event.payload)
+        assert event.hash == stored_hash(event, prev)
         prev = event.hash
 
 

@@ -16,9 +16,9 @@ from service.store import (
     NewEvent,
     Store,
     StoredEvent,
-    chain_hash,
     cursor_of,
 )
+from service.store.model import stored_hash
 
 PLAYERS = ("ada", "bob", "cy")
 
@@ -75,7 +75,7 @@ def assert_valid_stream(events: Sequence[StoredEvent]) -> None:
     prev = GENESIS_HASH
     for event in events:
         assert event.prev_hash == prev, f"version {event.version} does not link to its predecessor"
-        assert event.hash == chain_hash(prev, event.game_id, event.version, event.type, event.payload)
+        assert event.hash == stored_hash(event, prev)
         prev = event.hash
 
 

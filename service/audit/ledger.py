@@ -1,0 +1,134 @@
+"""The command ledger checked against the hash chain: every ledger row follows from hashed facts.
+
+From row hash version 2 on, each event's metadata names its command id and the request's SHA-256, and
+the chain covers both, with the time. A command's events are consecutive, so the rows of version 2 say
+the whole ledger row of each command: id, request hash, first and last version, time. :func:`check_ledger`
+compares that with the ``commands`` table and reports, as ``ledger`` findings, a row that is missing,
+one that is different, and one that is extra (no hashed events say it). Rows of version 1 hash no
+metadata, so their commands are checked only as before (events gone from the stream's end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from service.store import LedgerRow, StoredEvent
+from service.store.model import utc_text
+
+from .chain import ChainFinding
+
+
+@dataclass(frozen=True, slots=True)
+class _Said:
+    """The ledger row a command's hashed events say."""
+
+    command_id: str
+    request_sha256: str
+    first_version: int
+    last_version: int
+    recorded_at: datetime
+
+
+def check_ledger(
+    rows: Sequence[StoredEvent], ledger: Sequence[LedgerRow], chain: Sequence[ChainFinding] = ()
+) -> list[ChainFinding]:
+    """Where the ledger and the hashed events disagree, in version order. A command whose events the
+    chain check (``chain``) already found edited is left to that finding: the edit is the events', and the
+    ledger's row would only repeat it."""
+    edited = {finding.position for finding in chain}
+    said = {
+        s.command_id: s for s in _said(rows) if not edited & set(range(s.first_version, s.last_version + 1))
+    }
+    first_hashed = next((row.version for row in rows if row.hash_version >= 2), None)
+    findings: list[tuple[int, str, ChainFinding]] = []
+    listed = {row.command_id: row for row in ledger}
+    for command in said.values():
+        row = listed.get(command.command_id)
+        versions = f"{command.first_version}–{command.last_version}"
+        if row is None:
+            message = (
+                f"the command ledger has no row for command {command.command_id!r}, "
+                f"whose events are {versions}"
+            )
+        else:
+            differences = _differences(command, row)
+            if not differences:
+                continue
+            message = (
+                f"the command ledger's row for command {command.command_id!r} differs from its events "
+                f"({versions}): " + "; ".join(differences)
+            )
+        findings.append(
+            (
+                command.first_version,
+                command.command_id,
+                ChainFinding(command.first_version, "ledger", message),
+            )
+        )
+    for row in ledger:
+        hashed = first_hashed is not None and row.first_version >= first_hashed
+        if (
+            row.command_id in said
+            or not hashed
+            or edited & set(range(row.first_version, row.last_version + 1))
+        ):
+            continue
+        message = (
+            f"the command ledger's row for command {row.command_id!r} (versions {row.first_version}–"
+            f"{row.last_version}) is extra: no events carry that command id"
+        )
+        findings.append(
+            (row.first_version, row.command_id, ChainFinding(row.first_version, "ledger", message))
+        )
+    return [finding for _, _, finding in sorted(findings, key=lambda found: found[:2])]
+
+
+def _said(rows: Sequence[StoredEvent]) -> Iterator[_Said]:
+    """The ledger row of each run of consecutive version-2 rows with one command id."""
+    run: list[StoredEvent] = []
+    for row in rows:
+        command_id = _command_of(row) if row.hash_version >= 2 else None
+        if run and command_id != _command_of(run[0]):
+            yield _row_of(run)
+            run = []
+        if command_id is not None:
+            run.append(row)
+    if run:
+        yield _row_of(run)
+
+
+def _row_of(run: Sequence[StoredEvent]) -> _Said:
+    first, last = run[0], run[-1]
+    command_id = _command_of(first)
+    assert command_id is not None
+    request = first.metadata.get("request_sha256")
+    return _Said(
+        command_id,
+        request if isinstance(request, str) else "",
+        first.version,
+        last.version,
+        first.recorded_at,
+    )
+
+
+def _command_of(row: StoredEvent) -> str | None:
+    command_id = row.metadata.get("command_id") if isinstance(row.metadata, dict) else None
+    return command_id if isinstance(command_id, str) else None
+
+
+def _differences(said: _Said, row: LedgerRow) -> list[str]:
+    """What the ledger's ``row`` says otherwise than the hashed events."""
+    differences = []
+    if (row.first_version, row.last_version) != (said.first_version, said.last_version):
+        differences.append(f"it says versions {row.first_version}–{row.last_version}")
+    if row.request_sha256.hex() != said.request_sha256:
+        differences.append(
+            f"it says request SHA-256 {row.request_sha256.hex()}, the events {said.request_sha256 or 'none'}"
+        )
+    if utc_text(row.recorded_at) != utc_text(said.recorded_at):
+        differences.append(
+            f"it says recorded at {utc_text(row.recorded_at)}, the events {utc_text(said.recorded_at)}"
+        )
+    return differences
