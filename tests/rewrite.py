@@ -1,5 +1,6 @@
 """A rewrite of a stored game the way only the database superuser can make one: events edited and every
-hash from the first edit on recomputed, so that the chain alone says "intact" (what receipts are for)."""
+hash from the first edit on recomputed, and the catalogue row kept in step with the game's first event,
+so that the chain alone says "intact" (what receipts are for)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ async def rewrite_recomputing_chain(owner_url: str, game_id: str, edit: Edit) ->
                 (Jsonb(payload), previous, digest, game_id, version),
             )
             previous = digest
+            if row.type == "GameCreated":  # the catalogue row in step, as a thorough forger keeps it
+                await conn.execute(
+                    "UPDATE games SET variant = %s, players = %s WHERE game_id = %s",
+                    (payload["variant"], Jsonb(payload["players"]), game_id),
+                )
         await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
         await conn.commit()
 

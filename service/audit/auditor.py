@@ -29,7 +29,7 @@ from service.limits import MAX_RECORD_BYTES, free_text
 from service.rules.events import Event
 from service.rules.options import OptionError, make_options
 from service.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
-from service.store import AppendResult, EventStore, LedgerRow, NewEvent, StoredEvent
+from service.store import AppendResult, EventStore, NewEvent, StoredEvent
 
 from .entries import (
     DisputeFiled,
@@ -41,6 +41,7 @@ from .entries import (
     SeedRevealed,
 )
 from .game_report import Adjudication, GameReport, Unverified
+from .ledger import Beside
 from .log import Dispute, GameLog, LogError, collect_disputes, export_text, record_sha256
 from .record import FORMAT, RecordError, read_record
 from .replay_html import SeatError, game_replay_html
@@ -109,12 +110,16 @@ class Auditor:
         except LogError as bad:
             raise _unreadable(game_id, bad, "cannot be read") from None
 
-    async def _read(self, game_id: str, cache: StreamCache | None = None) -> tuple[GameLog, list[LedgerRow]]:
-        """The game's log (:meth:`load`) and its command ledger."""
+    async def _read(self, game_id: str, cache: StreamCache | None = None) -> tuple[GameLog, Beside]:
+        """The game's log (:meth:`load`) and what the store keeps beside it (ledger, catalogue row)."""
         # The ledger while the log is read (another connection, one wait): an append made meanwhile may
         # show in the ledger and not in the log, as it could when the ledger was read after the log.
-        log, ledger = await asyncio.gather(self.load(game_id, cache), self.store.ledger(game_id))
-        return log, ledger
+        log, beside = await asyncio.gather(self.load(game_id, cache), self._beside(game_id))
+        return log, beside
+
+    async def _beside(self, game_id: str) -> Beside:
+        ledger, game = await asyncio.gather(self.store.ledger(game_id), self.store.game(game_id))
+        return Beside(ledger, game)
 
     async def verify(
         self,
@@ -131,14 +136,12 @@ class Auditor:
         """
         if reveal_seed:
             log = await self.reveal_seed(game_id, command_id)
-            ledger = await self.store.ledger(game_id)
+            beside = await self._beside(game_id)
         else:
-            log, ledger = await self._read(game_id)
-        return await self._verify_read(log, ledger, check_projections)
+            log, beside = await self._read(game_id)
+        return await self._verify_read(log, beside, check_projections)
 
-    async def _verify_read(
-        self, log: GameLog, ledger: list[LedgerRow], check_projections: bool
-    ) -> GameReport:
+    async def _verify_read(self, log: GameLog, beside: Beside, check_projections: bool) -> GameReport:
         """The report of a game read (:meth:`verify`)."""
         game_id = log.game_id
         problems = await self._projection_problems(log) if check_projections else None
@@ -148,7 +151,7 @@ class Auditor:
             # (the other RPCs get the interpreter at least every switch interval meanwhile).
             return await asyncio.to_thread(
                 functools.partial(
-                    verify_game, log, ledger=ledger, projection_problems=problems, show_seed=show
+                    verify_game, log, beside=beside, projection_problems=problems, show_seed=show
                 )
             )
         except (LogError, RecordError) as bad:
@@ -214,7 +217,7 @@ class Auditor:
             if reading is not None:
                 reading.cancel()
 
-    def _read_ahead(self, game_id: str, cache: StreamCache) -> asyncio.Task[tuple[GameLog, list[LedgerRow]]]:
+    def _read_ahead(self, game_id: str, cache: StreamCache) -> asyncio.Task[tuple[GameLog, Beside]]:
         """:meth:`_read` of ``game_id``, started now (its failure is raised where it is awaited)."""
         task = asyncio.ensure_future(self._read(game_id, cache))
         # A read that is cancelled, or fails after its reader stopped, raises to no one: no warning.
@@ -284,10 +287,10 @@ class Auditor:
         is about the game, and the full report has them).
         """
         log = await self.load(game_id)
-        ledger = await self.store.ledger(game_id)
+        beside = await self._beside(game_id)
 
         def page() -> str:
-            return game_replay_html(log, verify_game(log, ledger=ledger), seat=seat)
+            return game_replay_html(log, verify_game(log, beside=beside), seat=seat)
 
         try:
             return await asyncio.to_thread(page)  # the replay is CPU work: off the event loop
@@ -469,7 +472,12 @@ class Auditor:
                 command_id=command_id,
                 request_hash=request_hash,
                 events=[NewEvent(*encode(e)) for e in entries],
-                metadata={"command_id": command_id, "actor": "adjudicator", "command": "ImportRecord"},
+                metadata={
+                    "command_id": command_id,
+                    "actor": "adjudicator",
+                    "command": "ImportRecord",
+                    "tournament_id": tournament_id,
+                },
             )
 
         created = await create_stream(

@@ -1,4 +1,5 @@
-"""The command ledger checked against the hash chain: every ledger row follows from hashed facts.
+"""What the store keeps beside a game's events, checked against the hashed events: the command ledger and
+the catalogue row.
 
 From row hash version 2 on, each event's metadata names its command id and the request's SHA-256, and
 the chain covers both, with the time. A command's events are consecutive, so the rows of version 2 say
@@ -6,6 +7,8 @@ the whole ledger row of each command: id, request hash, first and last version, 
 compares that with the ``commands`` table and reports, as ``ledger`` findings, a row that is missing,
 one that is different, and one that is extra (no hashed events say it). Rows of version 1 hash no
 metadata, so their commands are checked only as before (events gone from the stream's end).
+:func:`check_catalogue` compares the game's catalogue row with its first event (variant, players) and,
+from version 2 on, its hashed metadata and time (tournament, creation time): ``catalogue`` findings.
 """
 
 from __future__ import annotations
@@ -14,10 +17,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from service.store import LedgerRow, StoredEvent
+from service.store import GameRow, LedgerRow, StoredEvent
 from service.store.model import utc_text
 
 from .chain import ChainFinding
+
+
+@dataclass(frozen=True, slots=True)
+class Beside:
+    """What the store keeps beside a game's events: its command ledger, and its catalogue row (``None``:
+    the catalogue has none)."""
+
+    ledger: Sequence[LedgerRow]
+    game: GameRow | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,3 +144,38 @@ def _differences(said: _Said, row: LedgerRow) -> list[str]:
             f"it says recorded at {utc_text(row.recorded_at)}, the events {utc_text(said.recorded_at)}"
         )
     return differences
+
+
+def check_catalogue(
+    rows: Sequence[StoredEvent], game: GameRow | None, variant: str | None, players: Sequence[str] | None
+) -> list[ChainFinding]:
+    """Where the catalogue row ``game`` says otherwise than the hashed events, as one ``catalogue``
+    finding at version 1. ``variant`` and ``players`` are what the game's first event says (``None``:
+    it no longer says, which the chain or the replay reports)."""
+    if not rows:
+        return []
+    if game is None:
+        return [
+            ChainFinding(1, "catalogue", "the catalogue has no row for this game: it was deleted or renamed")
+        ]
+    first = rows[0]
+    differences = []
+    if variant is not None and game.variant != variant:
+        differences.append(f"it says variant {game.variant!r}, the events {variant!r}")
+    if players is not None and list(game.players) != list(players):
+        differences.append(f"it says players {list(game.players)}, the events {list(players)}")
+    if first.hash_version >= 2 and isinstance(first.metadata, dict):
+        tournament = first.metadata.get("tournament_id")
+        if isinstance(tournament, str) and game.tournament_id != tournament:
+            differences.append(f"it says tournament {game.tournament_id!r}, the events {tournament!r}")
+        if utc_text(game.created_at) != utc_text(first.recorded_at):
+            differences.append(
+                f"it says created at {utc_text(game.created_at)}, the events {utc_text(first.recorded_at)}"
+            )
+    if not differences:
+        return []
+    return [
+        ChainFinding(
+            1, "catalogue", "the game's catalogue row differs from its events: " + "; ".join(differences)
+        )
+    ]

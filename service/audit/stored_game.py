@@ -24,7 +24,6 @@ Everything here is pure: the caller reads the stream (and the secret seed, if it
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 
 from service.catalogue import encode, type_name
 from service.rules.commands import Catch
@@ -32,7 +31,7 @@ from service.rules.events import Event, GameEnded
 from service.rules.state import State
 from service.rules.uno import catch_reason
 from service.rules.violations import Rule
-from service.store import LedgerRow, StoredEvent
+from service.store import StoredEvent
 
 from .chain import check_chain, check_import
 from .entries import DisputeKind
@@ -50,9 +49,9 @@ from .game_report import (
     SeedStatus,
     StoredForm,
 )
-from .ledger import check_ledger
+from .ledger import Beside, check_catalogue, check_ledger
 from .log import GameLog, LogError, LoggedCommands, LoggedRecord, last_line, record_sha256, truncated
-from .record import Action, ActionKind, GameRecord, RecordError
+from .record import Action, ActionKind, GameRecord, RecordError, read_record
 from .report import Outcome, RulesReport, Ruling
 from .verify import Replay, Report
 
@@ -96,7 +95,7 @@ def _replayed(logged: LoggedRecord | LoggedCommands) -> Report:
 def verify_game(
     log: GameLog,
     *,
-    ledger: Sequence[LedgerRow] | None = None,
+    beside: Beside | None = None,
     projection_problems: list[str] | None = None,
     show_seed: bool = False,
     via_record: bool = False,
@@ -105,16 +104,19 @@ def verify_game(
 
     ``log.seed`` is used to re-derive the cards whenever it is given; ``show_seed`` also shows it (the
     game has ended, or the adjudicator revealed it). ``projection_problems`` is the read models'
-    cross-check (``None``: not run). ``ledger`` is the game's command ledger (``None``: not checked).
+    cross-check (``None``: not run). ``beside`` is what the store keeps beside the events (the command
+    ledger, the catalogue row), checked against them (``None``: not checked).
 
     A live game's commands, as read back from its events, are replayed as they are
     (:meth:`GameLog.commands`, :meth:`Replay.run_commands`); ``via_record`` writes them as the record
     the game stands for and replays that instead (:meth:`GameLog.record`): the same report, slower.
     """
+    ledger = None if beside is None else beside.ledger
     ledger_last = None if ledger is None else max((row.last_version for row in ledger), default=None)
     findings = check_chain(log.game_id, log.rows, ledger_last, log.canonical)
-    if ledger is not None:
-        findings += check_ledger(log.rows, ledger, findings)
+    if beside is not None:
+        findings += check_ledger(log.rows, beside.ledger, findings)
+        findings += check_catalogue(log.rows, beside.game, *_catalogued(log))
     if log.imported is not None:
         lines, text = log.record_lines(), log.record_text()
         findings += check_import(log.rows[0].version, log.imported, lines, record_sha256(text), findings)
@@ -208,6 +210,19 @@ def _diverged(position: int, row: StoredEvent | None, replayed: Event | None) ->
     )
 
 
+def _catalogued(log: GameLog) -> tuple[str | None, tuple[str, ...] | None]:
+    """The variant and players the game's first event says, as the catalogue keeps them (``None``: it no
+    longer says)."""
+    if log.imported is not None:
+        try:
+            header = read_record(log.record_text()).header
+        except RecordError:
+            return None, None
+        return header.variant.value, header.players
+    created = log.created
+    return (None, None) if created is None else (created.variant.value, created.players)
+
+
 def _seed_section(
     log: GameLog,
     logged: LoggedRecord | LoggedCommands,
@@ -222,6 +237,11 @@ def _seed_section(
     if seed is not None and committed is not None:
         commitment_ok = hashlib.sha256(seed).hexdigest() == committed
     mismatches = [Flaw(v.at, v.message) for v in rules.violations if v.rule is Rule.FAIR_COMMIT]
+    if seed is None and committed is not None and log.imported is None:
+        # The service keeps the seed of every game it deals (the catalogue's secret): none, for a game that
+        # commits to one, is a secret lost or moved outside the service, and no card can be checked.
+        commitment_ok = False
+        mismatches.append(Flaw(1, "the game commits to a dealing seed and the store holds none for it"))
     if divergence is not None and divergence.deals_cards:
         mismatches.append(Flaw(divergence.position, "the stored cards are not the ones the seed deals"))
     revealed_at = log.seed_revealed_at()

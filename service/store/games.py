@@ -19,11 +19,12 @@ from .interface import GameCatalogue
 from .model import DISPUTE_TYPES, GameRow, StoredEvent, check_limit
 from .streams import EVENT_COLUMNS, stored_event
 
-#: The catalogue's rows of a new game, as CTEs: ``game`` returns the game id (nothing if it is taken).
+#: The catalogue's rows of a new game, as CTEs: ``game`` returns the game id (nothing if it is taken). Its
+#: ``created_at`` is the time its first events are hashed with (``recorded_at``, the write's parameter).
 CATALOGUE_ROWS = """
 game AS (
-    INSERT INTO games (game_id, variant, players, tournament_id)
-    VALUES (%(game_id)s, %(variant)s, %(players)s, %(tournament_id)s)
+    INSERT INTO games (game_id, variant, players, tournament_id, created_at)
+    VALUES (%(game_id)s, %(variant)s, %(players)s, %(tournament_id)s, %(recorded_at)s)
     RETURNING game_id
 ), secret AS (
     INSERT INTO game_secrets (game_id, seed) SELECT game_id, %(seed)s::bytea FROM game

@@ -22,7 +22,7 @@ import bisect
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from .errors import CommandReused, GameExists, GameNotFound, StoreError, VersionConflict
@@ -211,7 +211,7 @@ class MemoryStore(Store):
             variant,
             list(players),
             tournament_id,
-            datetime.now(UTC),
+            batch.recorded_at,
             seed,
             {token: seat for seat, token in enumerate(seat_token_hashes)},
         )

@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 import grpc
+import psycopg
 import pytest
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
@@ -196,3 +197,59 @@ async def test_a_create_game_retry_creates_nothing(stub: pb_grpc.GameServiceStub
     assert await count_rows(database_url) == rows
     listed = await stub.ListGames(pb.ListGamesRequest(), metadata=ADMIN)
     assert len(listed.games) == 1
+
+
+# --- a ledger that disagrees with the events ---------------------------------------------------------------
+
+#: Superuser edits of one command's ledger row, each leaving the ledger at odds with the events that carry
+#: the command id (the rows' triggers switched off, as only the database's owner can).
+_ROW = " WHERE game_id = %(game)s AND command_id = %(id)s"
+LEDGER_EDITS = {
+    "deleted": "DELETE FROM commands" + _ROW,
+    "versions": "UPDATE commands SET last_version = last_version + 1" + _ROW,
+    "request": "UPDATE commands SET request_sha256 = sha256(request_sha256)" + _ROW,
+}
+
+
+async def _edit_ledger(database_url: str, edit: str, game_id: str, command_id: str) -> None:
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        await conn.execute("ALTER TABLE commands DISABLE TRIGGER USER")
+        cursor = await conn.execute(LEDGER_EDITS[edit], {"game": game_id, "id": command_id})
+        assert cursor.rowcount == 1
+        await conn.execute("ALTER TABLE commands ENABLE TRIGGER USER")
+
+
+@pytest.mark.parametrize("versioned", [False, True], ids=["no-expected-version", "expected-version"])
+@pytest.mark.parametrize("edit", sorted(LEDGER_EDITS))
+async def test_a_resend_the_ledger_contradicts_is_data_loss_and_appends_nothing(
+    edit: str, versioned: bool, stub: pb_grpc.GameServiceStub, database_url: str
+) -> None:
+    game = await _started(stub)
+    expected = game.reply.version if versioned else None
+    play = pb.PlayRequest(header=header(game.game_id, expected_version=expected), card="R1")
+    first: pb.CommandReply = await stub.Play(play, metadata=game.seat(1))
+    await _edit_ledger(database_url, edit, game.game_id, play.header.command_id)
+    rows = await count_rows(database_url)
+
+    error = await fails_with(
+        stub.Play(play, metadata=game.seat(1)), grpc.StatusCode.DATA_LOSS, reason="LEDGER_MISMATCH"
+    )
+    assert error_info(error).metadata["command_id"] == play.header.command_id
+    assert "ledger" in (error.details() or "")
+    assert await count_rows(database_url) == rows
+    # The game itself goes on: the next seat's new command is carried out.
+    moved: pb.CommandReply = await stub.Play(
+        pb.PlayRequest(header=header(game.game_id), card="Y1"), metadata=game.seat(2)
+    )
+    assert moved.version == first.version + len(moved.events)
+
+
+async def test_a_create_game_resend_after_its_ledger_row_was_deleted_creates_nothing(
+    stub: pb_grpc.GameServiceStub, database_url: str
+) -> None:
+    request = pb.CreateGameRequest(command_id=new_id(), variant=pb.CLASSIC, players=["a", "b"])
+    first = await stub.CreateGame(request)
+    await _edit_ledger(database_url, "deleted", first.game_id, request.command_id)
+    rows = await count_rows(database_url)
+    await fails_with(stub.CreateGame(request), grpc.StatusCode.DATA_LOSS, reason="LEDGER_MISMATCH")
+    assert await count_rows(database_url) == rows

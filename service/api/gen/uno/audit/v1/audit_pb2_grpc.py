@@ -54,6 +54,10 @@ class AuditServiceStub:
     same command_id.
     - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
     (google.rpc.RetryInfo says when).
+    - `LEDGER_MISMATCH` (DATA_LOSS): FileDispute, RuleOnDispute, ImportRecord or a seed reveal whose
+    command_id the command ledger and the events disagree about (a row edited or deleted outside the
+    service): not carried out again, not answered as a retry (metadata "command_id"); VerifyGame names
+    the rows.
     - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
     under.
     """
@@ -140,6 +144,10 @@ class AuditServiceServicer:
     same command_id.
     - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
     (google.rpc.RetryInfo says when).
+    - `LEDGER_MISMATCH` (DATA_LOSS): FileDispute, RuleOnDispute, ImportRecord or a seed reveal whose
+    command_id the command ledger and the events disagree about (a row edited or deleted outside the
+    service): not carried out again, not answered as a retry (metadata "command_id"); VerifyGame names
+    the rows.
     - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
     under.
     """
@@ -283,6 +291,10 @@ class AuditService:
     same command_id.
     - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
     (google.rpc.RetryInfo says when).
+    - `LEDGER_MISMATCH` (DATA_LOSS): FileDispute, RuleOnDispute, ImportRecord or a seed reveal whose
+    command_id the command ledger and the events disagree about (a row edited or deleted outside the
+    service): not carried out again, not answered as a retry (metadata "command_id"); VerifyGame names
+    the rows.
     - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
     under.
     """
