@@ -17,11 +17,16 @@ from service.store.streams import EVENT_COLUMNS, stored_event
 
 #: ``edit(version, type, payload)`` gives the payload the event is to have (the same one: untouched).
 Edit = Callable[[int, str, dict[str, Any]], dict[str, Any]]
+#: ``edit(version, metadata)`` gives the metadata the event is to have.
+MetadataEdit = Callable[[int, dict[str, Any]], dict[str, Any]]
 
 
-async def rewrite_recomputing_chain(owner_url: str, game_id: str, edit: Edit) -> None:
-    """Edit ``game_id``'s events with ``edit`` and rewrite every hash and link after them, with the
-    events' row triggers off for the while (as the owner, who may), in one transaction."""
+async def rewrite_recomputing_chain(
+    owner_url: str, game_id: str, edit: Edit, metadata: MetadataEdit = lambda version, kept: kept
+) -> None:
+    """Edit ``game_id``'s events with ``edit`` (payloads) and ``metadata`` and rewrite every hash and link
+    after them, with the events' row triggers off for the while (as the owner, who may), in one
+    transaction."""
     async with await psycopg.AsyncConnection.connect(owner_url) as conn:
         cursor = await conn.execute(
             f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.game_id = %s ORDER BY e.version", (game_id,)
@@ -32,11 +37,12 @@ async def rewrite_recomputing_chain(owner_url: str, game_id: str, edit: Edit) ->
         for row in rows:
             version = row.version
             payload = edit(version, row.type, row.payload)
-            digest = stored_hash(dataclasses.replace(row, payload=payload), previous)
+            meta = metadata(version, row.metadata)
+            digest = stored_hash(dataclasses.replace(row, payload=payload, metadata=meta), previous)
             await conn.execute(
-                "UPDATE events SET payload = %s, prev_hash = %s, hash = %s"
+                "UPDATE events SET payload = %s, metadata = %s, prev_hash = %s, hash = %s"
                 " WHERE game_id = %s AND version = %s",
-                (Jsonb(payload), previous, digest, game_id, version),
+                (Jsonb(payload), Jsonb(meta), previous, digest, game_id, version),
             )
             previous = digest
             if row.type == "GameCreated":  # the catalogue row in step, as a thorough forger keeps it

@@ -32,6 +32,7 @@ from service.cli import main
 from tests.api.shared_server import serving
 from tests.api.support import SCRIPT_DECK, SCRIPT_HANDS, create_game, header
 from tests.postgres import PostgresServer
+from tests.rewrite import rewrite_recomputing_chain
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(240)]
 
@@ -277,3 +278,24 @@ async def _edit(url: str, table: str, column: str, change: str, played: Played) 
         await conn.execute("SET session_replication_role = replica")  # no trigger fires, not even ours
         cursor = await conn.execute(statement, params)
         return cursor.rowcount
+
+
+async def test_a_metadata_rewrite_under_a_recomputed_chain_is_caught_by_the_receipts_from_it(
+    played: Played, postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """The chain covers metadata since row version 2, so the receipts do: an actor rewritten on one
+    event, with every hash after it recomputed, leaves the chain intact and every receipt from that
+    version on ``rewritten``."""
+    url = postgres_server.create_database(template=played.template)
+    try:
+
+        def actor(version: int, metadata: dict[str, Any]) -> dict[str, Any]:
+            return {**metadata, "actor": "someone else"} if version == played.first else metadata
+
+        await rewrite_recomputing_chain(url, played.game_id, lambda version, kind, payload: payload, actor)
+        report = await verify(url, played, tmp_path)
+    finally:
+        postgres_server.drop_database(url)
+    assert report["chain"]["findings"] == []
+    verdicts = {r["version"]: r["verdict"] for r in report["receipts"]}
+    assert verdicts == {v: "rewritten" if v >= played.first else "matches" for v in verdicts}
