@@ -194,7 +194,8 @@ class PostgresStreams(StreamStore):
         the expected version, when the previous event's writer had not committed yet or committed from an
         older transaction: reload and retry all the same), :class:`GameNotFound`.
 
-        ``metadata`` is stored with every event, plus ``command_id``.
+        ``metadata`` is stored with every event, plus ``command_id`` and ``request_sha256`` (hex), and
+        hashed with it and the batch's time (row hash version 2, :class:`~service.store.model.Batch`).
         """
         check_append(expected_version, events)
         if prev_hash is None:

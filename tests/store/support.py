@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
+from service.codec import canonical
 from service.store import (
     GENESIS_HASH,
     AppendResult,
@@ -18,7 +21,7 @@ from service.store import (
     StoredEvent,
     cursor_of,
 )
-from service.store.model import stored_hash
+from service.store.model import HASH_VERSION, event_hash, row_facts, stored_hash
 
 PLAYERS = ("ada", "bob", "cy")
 
@@ -85,3 +88,41 @@ async def count(url: str, query: str, *params: Any) -> int:
         row = await cursor.fetchone()
         assert row is not None
         return int(row[0])
+
+
+#: An event row written with plain SQL, as its writer hashed it (the parameters: :func:`forged_row`).
+INSERT_ROW = (
+    "INSERT INTO events (game_id, version, type, payload, metadata, recorded_at, prev_hash, hash, "
+    "hash_version) VALUES (%(game_id)s, %(version)s, %(type)s, %(payload)s, %(metadata)s, "
+    "%(recorded_at)s, %(prev_hash)s, %(hash)s, %(hash_version)s) RETURNING position"
+)
+
+
+def forged_row(
+    game_id: str,
+    version: int,
+    prev_hash: bytes,
+    event: NewEvent,
+    metadata: dict[str, Any] | None = None,
+    recorded_at: datetime | None = None,
+) -> dict[str, Any]:
+    """The parameters of :data:`INSERT_ROW` for a row of the current hash version (2) that links on
+    ``prev_hash``: its metadata (default ``{}``) and time (default now) hashed with it, as a writer that
+    bypasses the store must, since a stream never goes back to version 1."""
+    metadata = {} if metadata is None else metadata
+    at = datetime.now(UTC) if recorded_at is None else recorded_at
+    content = canonical(event.type, event.payload)
+    digest = event_hash(
+        HASH_VERSION, prev_hash, game_id, version, content, row_facts(HASH_VERSION, metadata, at)
+    )
+    return {
+        "game_id": game_id,
+        "version": version,
+        "type": event.type,
+        "payload": Jsonb(event.payload),
+        "metadata": Jsonb(metadata),
+        "recorded_at": at,
+        "prev_hash": prev_hash,
+        "hash": digest,
+        "hash_version": HASH_VERSION,
+    }

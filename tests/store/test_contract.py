@@ -10,7 +10,11 @@ tested against it alone, in the other modules of this folder.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -22,6 +26,7 @@ from service.store import (
     Cursor,
     GameExists,
     GameNotFound,
+    LedgerRow,
     MemoryStore,
     NewEvent,
     Store,
@@ -30,6 +35,7 @@ from service.store import (
     chain_hash,
     cursor_of,
 )
+from service.store.model import HASH_VERSION, stored_hash
 
 from .support import PLAYERS, assert_valid_stream, new_game, played, read_until, request_hash, token_hash
 
@@ -86,10 +92,27 @@ async def test_append_and_read_back(contract_store: Store) -> None:
     assert [e.version for e in stream] == [1, 2, 3, 4]
     assert [e.type for e in stream] == ["GameCreated", "CardsTaken", "CardPlayed", "CardPlayed"]
     assert stream[1].payload == payload
-    assert stream[1].metadata == {"actor": "seat:2", "causation": "request-9", "command_id": "c-1"}
-    assert stream[0].metadata == {"actor": "admin", "command_id": "create:g1"}
+    # Every event of a command carries its metadata, with the command id and the request's hash.
+    assert all(
+        e.metadata
+        == {
+            "actor": "seat:2",
+            "causation": "request-9",
+            "command_id": "c-1",
+            "request_sha256": request_hash("c-1").hex(),
+        }
+        for e in stream[1:]
+    )
+    assert stream[0].metadata == {
+        "actor": "admin",
+        "command_id": "create:g1",
+        "request_sha256": request_hash("create:g1").hex(),
+    }
     assert all(e.game_id == "g1" for e in stream)
-    # The result carries the events exactly as stored.
+    # New rows are of the current hash version, and a command's events share its time.
+    assert {e.hash_version for e in stream} == {HASH_VERSION}
+    assert len({e.recorded_at for e in stream[1:]}) == 1
+    # The result carries the events exactly as stored (time, metadata and hash version included).
     assert first.events == tuple(stream[1:])
     assert created.events == (stream[0],)
     assert first.last_hash == stream[-1].hash
@@ -119,11 +142,39 @@ async def test_the_stored_payload_is_a_copy(contract_store: Store) -> None:
     assert_valid_stream(stream)
 
 
+def utc_microseconds(moment: datetime) -> str:
+    """A time as the version-2 hash writes it: UTC, ISO 8601 with six digits of microseconds."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
 async def test_chain_hash_is_the_documented_formula(contract_store: Store) -> None:
-    await new_game(contract_store, "g1")
-    (event,) = await contract_store.read_stream("g1")
-    expected = hashlib.sha256(GENESIS_HASH + b"g1\n1\n" + canonical(event.type, event.payload)).digest()
-    assert event.hash == expected == chain_hash(GENESIS_HASH, "g1", 1, event.type, event.payload)
+    r"""Both row hash versions, recomputed here with hashlib from their documented framing. Version 1
+    (``chain_hash``, rows stored before 0006): ``sha256(prev ‖ game_id ‖ "\n" ‖ version ‖ "\n" ‖
+    canonical(type, payload))``. Version 2 (every row stored now) appends ``"\n" ‖`` the canonical JSON of
+    ``{"hash_version": 2, "metadata": …, "recorded_at": …}``."""
+    store = contract_store
+    await new_game(store, "g1")
+    await store.append(
+        "g1", 1, [played(1)], command_id="c", request_hash=b"r", metadata={"actor": "Zoë “seat” 1"}
+    )
+    prev = GENESIS_HASH
+    for event in await store.read_stream("g1"):
+        assert event.hash_version == 2
+        version_1 = prev + f"g1\n{event.version}\n".encode() + canonical(event.type, event.payload)
+        facts = {
+            "hash_version": 2,
+            "metadata": event.metadata,
+            "recorded_at": utc_microseconds(event.recorded_at),
+        }
+        framed = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        assert event.hash == hashlib.sha256(version_1 + b"\n" + framed).digest()
+        assert event.hash == stored_hash(event, prev)
+        # The same row stored before 0006 (hash version 1) hashes without its metadata and time.
+        old = hashlib.sha256(version_1).digest()
+        assert old == chain_hash(prev, "g1", event.version, event.type, event.payload)
+        assert old == stored_hash(dataclasses.replace(event, hash_version=1), prev) != event.hash
+        prev = event.hash
+    assert "Zoë “seat” 1".encode() in framed  # UTF-8 as it is, not \u-escaped
 
 
 async def test_cached_prev_hash_skips_the_lookup_and_a_wrong_one_is_refused(contract_store: Store) -> None:
@@ -176,7 +227,8 @@ async def test_unknown_game_and_stale_versions(contract_store: Store) -> None:
 async def test_payloads_that_jsonb_would_change_are_refused(contract_store: Store) -> None:
     store = contract_store
     await new_game(store, "g1")
-    for bad in ({"x": 1.5}, {"x": [float("nan")]}, {1: "non-string key"}, {"x": b"bytes"}):
+    bad_payloads: list[dict[Any, Any]] = [{"x": 1.5}, {"x": [float("nan")]}, {1: "key"}, {"x": b"bytes"}]
+    for bad in bad_payloads:
         with pytest.raises(TypeError):
             await store.append(
                 "g1", 1, [NewEvent("Bad", bad)], command_id="c", request_hash=b"r", metadata={}
@@ -254,14 +306,20 @@ async def test_the_ledger_and_the_disputes_of_a_game(contract_store: Store) -> N
     store = contract_store
     await new_game(store, "g1")
     await new_game(store, "g2")
-    assert await store.ledger_last_version("g1") == 1
-    assert await store.ledger_last_version("nope") is None
+    assert [(r.command_id, r.first_version, r.last_version) for r in await store.ledger("g1")] == [
+        ("create:g1", 1, 1)
+    ]
+    assert await store.ledger("nope") == []
     dispute = NewEvent("DisputeFiled", {"dispute_id": "d1"})
     ruling = NewEvent("DisputeRuled", {"dispute_id": "d1"})
     await store.append("g2", 1, [played(1), dispute], command_id="a", request_hash=b"r", metadata={})
     await store.append("g1", 1, [dispute], command_id="b", request_hash=b"r", metadata={})
     await store.append("g2", 3, [ruling, played(2)], command_id="c", request_hash=b"r", metadata={})
-    assert await store.ledger_last_version("g2") == 5
+    assert [(r.command_id, r.first_version, r.last_version) for r in await store.ledger("g2")] == [
+        ("create:g2", 1, 1),
+        ("a", 2, 3),
+        ("c", 4, 5),
+    ]
     assert [(e.game_id, e.version, e.type) for e in await store.dispute_events()] == [
         ("g1", 2, "DisputeFiled"),
         ("g2", 3, "DisputeFiled"),
@@ -272,6 +330,52 @@ async def test_the_ledger_and_the_disputes_of_a_game(contract_store: Store) -> N
 
 
 # --- versions and the command ledger -------------------------------------------------------------------
+
+
+async def test_the_ledger_lists_each_command_once_in_version_order(contract_store: Store) -> None:
+    """``ledger`` is the game's command ledger as the verifier reads it: one row per command of that game
+    (a retry adds none), in version order whatever the ids, with the request's hash and the time the
+    command's events were hashed with."""
+    store = contract_store
+    created = await new_game(store, "g1")
+    await new_game(store, "g2")
+    results = [created]
+    for version, command_id, size in ((1, "z", 2), (3, "a", 1), (4, "m", 2)):
+        results.append(
+            await store.append(
+                "g1",
+                version,
+                [played(version + n) for n in range(size)],
+                command_id=command_id,
+                request_hash=request_hash(command_id),
+                metadata={"actor": "seat:1"},
+            )
+        )
+    retry = await store.append(
+        "g1", 3, [played(3)], command_id="a", request_hash=request_hash("a"), metadata={"actor": "seat:1"}
+    )
+    assert retry.duplicate
+    await store.append("g2", 1, [played(1)], command_id="a", request_hash=b"g2", metadata={})
+
+    ledger = await store.ledger("g1")
+    assert all(isinstance(row, LedgerRow) for row in ledger)
+    assert [(r.command_id, r.request_sha256, r.first_version, r.last_version) for r in ledger] == [
+        ("create:g1", request_hash("create:g1"), 1, 1),
+        ("z", request_hash("z"), 2, 3),
+        ("a", request_hash("a"), 4, 4),
+        ("m", request_hash("m"), 5, 6),
+    ]
+    stream = await store.read_stream("g1")
+    for row, result in zip(ledger, results, strict=True):
+        events = stream[row.first_version - 1 : row.last_version]
+        assert {e.recorded_at for e in events} == {row.recorded_at}
+        assert {e.recorded_at for e in result.events} == {row.recorded_at}
+        assert {e.metadata["command_id"] for e in events} == {row.command_id}
+    assert [(r.command_id, r.request_sha256, r.first_version) for r in await store.ledger("g2")] == [
+        ("create:g2", request_hash("create:g2"), 1),
+        ("a", b"g2", 2),
+    ]
+    assert await store.ledger("nope") == []
 
 
 async def test_two_appends_expecting_the_same_version_one_wins(contract_store: Store) -> None:
@@ -375,7 +479,12 @@ async def test_a_retried_command_returns_the_first_result_and_appends_nothing(co
         assert retry == again
     assert await store.stream_version("g1") == 4
     assert await store.command("g1", "cmd") == (request_hash("x"), 2, 3)
-    assert await store.ledger_last_version("g1") == 4
+    # The retries added no ledger row.
+    assert [(r.command_id, r.first_version, r.last_version) for r in await store.ledger("g1")] == [
+        ("create:g1", 1, 1),
+        ("cmd", 2, 3),
+        ("other", 4, 4),
+    ]
 
 
 async def test_concurrent_retries_of_one_command_append_once(contract_store: Store) -> None:

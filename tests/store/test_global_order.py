@@ -13,7 +13,6 @@ import random
 
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
 
 from service.store import (
     Cursor,
@@ -21,16 +20,10 @@ from service.store import (
     NewEvent,
     StoredEvent,
     VersionConflict,
-    chain_hash,
     cursor_of,
 )
 
-from .support import assert_valid_stream, new_game, played, read_until, request_hash
-
-INSERT = (
-    "INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING position"
-)
+from .support import INSERT_ROW, assert_valid_stream, forged_row, new_game, played, read_until, request_hash
 
 
 async def naive_read(url: str, after_position: int) -> list[int]:
@@ -45,10 +38,9 @@ async def naive_read(url: str, after_position: int) -> list[int]:
 async def insert_in_open_transaction(
     conn: psycopg.AsyncConnection, game_id: str, version: int, prev_hash: bytes, event: NewEvent
 ) -> int:
-    digest = chain_hash(prev_hash, game_id, version, event.type, event.payload)
-    cursor = await conn.execute(
-        INSERT, (game_id, version, event.type, Jsonb(event.payload), Jsonb({}), prev_hash, digest)
-    )
+    """Insert one event of the current hash version (a stream never goes back to version 1) in ``conn``'s
+    transaction, which stays open; its position."""
+    cursor = await conn.execute(INSERT_ROW, forged_row(game_id, version, prev_hash, event))
     row = await cursor.fetchone()
     assert row is not None
     return int(row[0])

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
-from psycopg.types.json import Jsonb
 
 from service.runner import Appended, Decision, Head, Ran, Repeated, Writer
 from service.store import (
@@ -33,13 +34,14 @@ from service.store import (
     NewEvent,
     StoreError,
     VersionConflict,
-    chain_hash,
 )
 from service.store.migrate import SERVICE_LOGIN
+from service.store.model import Batch
 
-from .support import assert_valid_stream, count, new_game, played, request_hash
+from .support import INSERT_ROW, assert_valid_stream, count, forged_row, new_game, played, request_hash
 
 WAIT = 10.0  # seconds: the most any condition below may take before the test fails instead of hanging
+CLOCK = datetime(2026, 12, 5, 7, 30, 0, 123456, tzinfo=UTC)  # a writer's fixed clock, where one is needed
 
 
 @pytest.fixture
@@ -173,7 +175,10 @@ async def test_many_games_at_once_all_commit_with_intact_chains(group_store: Eve
         assert len(stream) == 6
         assert_valid_stream(stream)
         assert [e.metadata["command_id"] for e in stream[1:]] == [f"{game_id}-{r}" for r in range(5)]
-        assert await store.ledger_last_version(game_id) == 6
+        assert [(r.command_id, r.first_version, r.last_version) for r in await store.ledger(game_id)] == [
+            (f"create:{game_id}", 1, 1),
+            *((f"{game_id}-{r}", r + 2, r + 2) for r in range(5)),
+        ]
 
 
 async def test_each_command_of_a_group_fails_or_succeeds_alone(group_store: EventStore) -> None:
@@ -232,17 +237,25 @@ async def test_each_command_of_a_group_fails_or_succeeds_alone(group_store: Even
             woken.add(await asyncio.wait_for(anext(wakeups), WAIT))
 
 
-async def test_commands_of_one_game_go_in_successive_groups(group_store: EventStore) -> None:
+async def test_commands_of_one_game_go_in_successive_groups(
+    group_store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A game's second command waits for the next group, where it sees the first: a command that follows
     another (its expected version and prev_hash are the first one's result) is written, a command that
-    expected the same version as the first is a conflict, a retry of the first is a duplicate."""
+    expected the same version as the first is a conflict, a retry of the first is a duplicate (settled
+    alone, where its ledger row is checked against its events).
+
+    The first command's hashes cover its metadata and time: the writer's clock is fixed here so that the
+    second can be chained on them before the first is written."""
     store = group_store
     created = await new_game(store, "g1")
     await new_game(store, "g2")
     (g2_head,) = (await heads(store, ["g2"])).values()
     first = [played(1), played(2)]
-    hash_2 = chain_hash(created.last_hash, "g1", 2, first[0].type, first[0].payload)
-    hash_3 = chain_hash(hash_2, "g1", 3, first[1].type, first[1].payload)
+    monkeypatch.setattr("service.store.streams.Batch", functools.partial(Batch, recorded_at=CLOCK))
+    hash_3 = Batch(
+        "g1", 1, created.last_hash, first, {"actor": 0}, "first", request_hash("first"), CLOCK
+    ).hashes[-1]
     before = store.group_commit_stats()
     results = await asyncio.gather(
         attempt(store, "g1", 1, created.last_hash, "first", events=first),
@@ -260,6 +273,7 @@ async def test_commands_of_one_game_go_in_successive_groups(group_store: EventSt
     assert isinstance(other, AppendResult) and not other.duplicate
     stream = await store.read_stream("g1")
     assert [e.metadata["command_id"] for e in stream[1:]] == ["first", "first", "second"]
+    assert stream[2].hash == hash_3 and stream[2].recorded_at == CLOCK
     assert_valid_stream(stream)
 
 
@@ -276,18 +290,17 @@ async def test_a_group_the_database_refuses_is_resent_command_by_command(
     for game_id in ("lead", "g1", "g2", "g3"):
         await new_game(store, game_id)
     at = await heads(store, ["lead", "g1", "g2", "g3"])
-    rival = played(7)
-    rival_hash = chain_hash(at["g1"].last_hash, "g1", 2, rival.type, rival.payload)
+    # Another writer's command, with its ledger row and its event of hash version 2 (after g1's first).
+    rival = forged_row(
+        "g1", 2, at["g1"].last_hash, played(7), {"command_id": "rival", "request_sha256": "00"}
+    )
     async with await psycopg.AsyncConnection.connect(database_url) as other:  # a transaction, open
         await other.execute(
-            "INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version) "
-            "VALUES ('g1', 'rival', '\\x00', 2, 2)"
+            "INSERT INTO commands (game_id, command_id, request_sha256, first_version, last_version, "
+            "recorded_at) VALUES ('g1', 'rival', '\\x00', 2, 2, %(recorded_at)s)",
+            rival,
         )
-        await other.execute(
-            "INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash) "
-            "VALUES ('g1', 2, %s, %s, '{}', %s, %s)",
-            (rival.type, Jsonb(rival.payload), at["g1"].last_hash, rival_hash),
-        )
+        await other.execute(INSERT_ROW, rival)
         before = store.group_commit_stats()
         group = asyncio.gather(
             *(
@@ -305,6 +318,7 @@ async def test_a_group_the_database_refuses_is_resent_command_by_command(
     for game_id in ("g1", "g2", "g3"):
         assert_valid_stream(await store.read_stream(game_id))
     assert await store.command("g1", "c-g1") is None
+    assert await store.command("g1", "rival") == (b"\x00", 2, 2)
     assert [e.metadata.get("command_id") for e in await store.read_stream("g2")][1:] == ["c-g2"]
 
 
@@ -415,7 +429,11 @@ async def test_a_connection_killed_mid_group_leaves_nothing_half_written(
         assert_valid_stream(stream)
         ids = [e.metadata["command_id"] for e in stream[1:]]
         assert ids == [f"{game_id}/1", f"{game_id}/2"]
-        assert await store.ledger_last_version(game_id) == len(stream)
+        assert [(r.command_id, r.first_version, r.last_version) for r in await store.ledger(game_id)] == [
+            (f"create:{game_id}", 1, 1),
+            (f"{game_id}/1", 2, 2),
+            (f"{game_id}/2", 3, 3),
+        ]
     assert await count(database_url, "SELECT count(*) FROM commands") == 3 * len(games) + 2
 
 
@@ -466,12 +484,11 @@ async def test_a_refused_group_is_resent_alone_and_a_lost_one_fails(
     is settled as without group commit. The connection was lost: nobody knows whether the group
     committed, so each caller gets the error (and retries with its command id)."""
     from service.store.group_commit import ALONE, GroupCommit, Pending
-    from service.store.model import Batch
 
     pool = OnePool(FailingConnection(error, broken))
     group = GroupCommit(pool, channel="c", alone=never_alone)  # type: ignore[arg-type]
     pending = [
-        Pending(Batch(game, 1, GENESIS_HASH, [played(1)], {}, f"c-{game}"), b"r") for game in ("g1", "g2")
+        Pending(Batch(game, 1, GENESIS_HASH, [played(1)], {}, f"c-{game}", b"r")) for game in ("g1", "g2")
     ]
     await group._send(pending)
     for each in pending:

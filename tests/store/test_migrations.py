@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import psycopg
 import pytest
@@ -10,6 +11,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
+from service.audit.chain import check_chain
 from service.store import (
     GENESIS_HASH,
     CommandReused,
@@ -71,20 +73,25 @@ async def test_an_applied_migration_that_changed_is_an_error(store: EventStore, 
         await store.migrate()
 
 
-async def test_a_database_from_before_0003_keeps_its_commands_and_streams(empty_database_url: str) -> None:
-    """Migration 0003 re-keys the ledger and the events of a database that already has games."""
-    before = [m for m in migrations() if m.name < "0003"]
-    async with await psycopg.AsyncConnection.connect(empty_database_url, autocommit=True) as conn:
+async def migrate_before(url: str, name: str) -> None:
+    """Apply the migrations whose names sort before ``name``, as the runner of that time did."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(
             "CREATE TABLE schema_migrations (name text PRIMARY KEY, sha256 bytea NOT NULL, "
             "applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        for migration in before:  # as the runner of that time applied them
-            await conn.execute(migration.sql.encode())
-            await conn.execute(
-                "INSERT INTO schema_migrations (name, sha256) VALUES (%s, %s)",
-                (migration.name, migration.sha256),
-            )
+        for migration in migrations():
+            if migration.name < name:
+                await conn.execute(migration.sql.encode())
+                await conn.execute(
+                    "INSERT INTO schema_migrations (name, sha256) VALUES (%s, %s)",
+                    (migration.name, migration.sha256),
+                )
+
+
+async def test_a_database_from_before_0003_keeps_its_commands_and_streams(empty_database_url: str) -> None:
+    """Migration 0003 re-keys the ledger and the events of a database that already has games."""
+    await migrate_before(empty_database_url, "0003")
     async with await EventStore.open(empty_database_url) as store:
         await store_old_game(empty_database_url)
         assert await store.migrate() == [m.name for m in migrations() if m.name >= "0003"]
@@ -99,8 +106,54 @@ async def test_a_database_from_before_0003_keeps_its_commands_and_streams(empty_
     assert await count(empty_database_url, "SELECT to_regclass('command_ids') IS NULL") == 1
 
 
+async def test_0006_keeps_the_rows_stored_before_it_at_hash_version_1(empty_database_url: str) -> None:
+    """Rows written before migration 0006 keep hash version 1 and verify as they did; the game goes on
+    with rows of version 2 chained on them, and the mixed stream verifies as a whole."""
+    await migrate_before(empty_database_url, "0006")
+    await store_old_game(empty_database_url)
+    before = await count(empty_database_url, "SELECT count(*) FROM events WHERE game_id = 'old'")
+    async with await EventStore.open(empty_database_url) as store:
+        assert await store.migrate() == ["0006_row_hash_v2"]
+        old = await store.read_stream("old")
+        assert len(old) == before == 2
+        assert [e.hash_version for e in old] == [1, 1]
+        assert [e.metadata["command_id"] for e in old] == ["create:old", "c1"]
+        assert check_chain("old", old, ledger_last_version=2) == []
+        assert_valid_stream(old)
+        # The old commands are still recognised (their rows carry no request hash to compare).
+        again = await store.append("old", 1, [played(1)], command_id="c1", request_hash=b"r", metadata={})
+        assert again.duplicate and again.last_hash == old[1].hash
+        with pytest.raises(CommandReused, match="another request"):
+            await store.append("old", 2, [played(1)], command_id="c1", request_hash=b"x", metadata={})
+
+        new = await store.append(
+            "old", 2, [played(2), played(3)], command_id="c2", request_hash=b"r", metadata={"actor": "seat:1"}
+        )
+        stream = await store.read_stream("old")
+        assert stream[:2] == old  # nothing stored before was rewritten
+        assert [e.hash_version for e in stream] == [1, 1, 2, 2]
+        assert stream[2].prev_hash == old[1].hash and new.events == tuple(stream[2:])
+        assert stream[2].metadata == {"actor": "seat:1", "command_id": "c2", "request_sha256": b"r".hex()}
+        ledger = await store.ledger("old")
+        assert [(r.command_id, r.first_version, r.last_version) for r in ledger] == [
+            ("create:old", 1, 1),
+            ("c1", 2, 2),
+            ("c2", 3, 4),
+        ]
+        assert check_chain("old", stream, ledger_last_version=ledger[-1].last_version) == []
+        assert_valid_stream(stream)
+        # The chain of the mixed stream is a real check: the new rows' metadata is under it, the old
+        # rows' is not (version 1 never hashed it).
+        forged = [*stream[:3], dataclasses.replace(stream[3], metadata={**stream[3].metadata, "actor": "x"})]
+        assert [f.position for f in check_chain("old", forged)] == [4]
+        untouched = [dataclasses.replace(stream[0], metadata={}), *stream[1:]]
+        assert check_chain("old", untouched) == []
+
+
 async def store_old_game(url: str) -> None:
-    """A game with two commands written with plain SQL against the schema of migrations 0001-0002."""
+    """A game with two commands written with plain SQL as the code of migrations 0001-0005 did: events of
+    hash version 1 (no such column yet), their metadata the caller's plus ``command_id``, their time and
+    the ledger's stamped by the database."""
     created, played_1 = NewEvent("GameCreated", {"variant": "classic"}), played(1)
     first = chain_hash(GENESIS_HASH, "old", 1, created.type, created.payload)
     second = chain_hash(first, "old", 2, played_1.type, played_1.payload)
@@ -112,9 +165,13 @@ async def store_old_game(url: str) -> None:
                 "VALUES (%s, 'old', %s, %s, %s)",
                 (command_id, request, version, version),
             )
-        for version, event, prev, digest in ((1, created, GENESIS_HASH, first), (2, played_1, first, second)):
+        rows = (
+            (1, created, {"actor": "admin", "command_id": "create:old"}, GENESIS_HASH, first),
+            (2, played_1, {"command_id": "c1"}, first, second),
+        )
+        for version, event, metadata, prev, digest in rows:
             await conn.execute(
                 "INSERT INTO events (game_id, version, type, payload, metadata, prev_hash, hash) "
-                "VALUES ('old', %s, %s, %s, '{}', %s, %s)",
-                (version, event.type, Jsonb(event.payload), prev, digest),
+                "VALUES ('old', %s, %s, %s, %s, %s, %s)",
+                (version, event.type, Jsonb(event.payload), Jsonb(metadata), prev, digest),
             )
