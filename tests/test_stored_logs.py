@@ -1,16 +1,17 @@
 """Stored logs verify forever: the golden logs of every rule set, and a stored type's next schema version.
 
-``tests/data/stored/`` holds one game of each rule set as the store held its rows when it was written
-(``tests/golden.py``). Today's code must read every row through the catalogue, find the chain intact,
-fold the game to the outcome it had, and verify its record as valid. Then a stored type gets a new
-schema version (the shape of ``CardPlayed`` changes): logs written in the old shape still read, through
-the upcaster, into exactly today's events, and still verify; without the upcaster, or from a version
-newer than the code, a row is refused rather than misread.
+``tests/data/stored/`` holds one game of each rule set as the store held its rows when it was written, and
+one stored across the upgrade to row hash version 2 with its command ledger (``tests/golden.py``). Today's
+code must read every row, find the chain (and the ledger) intact, fold the game to the outcome it had, and
+verify its record. Then a stored type gets a new schema version (``CardPlayed`` changes shape): old logs
+still read, through the upcaster, into exactly today's events, and still verify; without the upcaster, or
+from a version newer than the code, a row is refused rather than misread.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from importlib import resources
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from service.audit import log as stored_log
 from service.audit.chain import check_chain
 from service.audit.entries import DisputeFiled, DisputeRuled, SeedRevealed
+from service.audit.ledger import check_ledger
 from service.audit.log import GameLog
 from service.audit.verify import verify_record
 from service.catalogue import (
@@ -36,10 +38,16 @@ from service.rules.events import CardPlayed, GameCreated
 from service.rules.options import Variant
 from service.rules.state import fold
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
-from service.store.model import DISPUTE_TYPES
+from service.store.model import DISPUTE_TYPES, stored_hash
 from tests import golden
 
 VARIANTS = list(Variant)
+#: Every golden log: the rule sets' (row hash version 1) and the one stored across the upgrade to version 2.
+LOGS: list[Variant | str] = [*VARIANTS, golden.UPGRADED]
+
+
+def named(log: Variant | str) -> str:
+    return log.value if isinstance(log, Variant) else log
 
 
 def verified(rows: list[StoredEvent], meta: dict[str, Any]) -> dict[str, Any]:
@@ -48,8 +56,8 @@ def verified(rows: list[StoredEvent], meta: dict[str, Any]) -> dict[str, Any]:
     return verify_record(log.record(reveal=True).record).to_json()
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.value)
-def test_a_golden_log_reads_folds_and_verifies_with_todays_code(variant: Variant) -> None:
+@pytest.mark.parametrize("variant", LOGS, ids=named)
+def test_a_golden_log_reads_folds_and_verifies_with_todays_code(variant: Variant | str) -> None:
     meta, rows = golden.read(variant)
     expected = meta["expected"]
 
@@ -73,6 +81,68 @@ def test_a_golden_log_reads_folds_and_verifies_with_todays_code(variant: Variant
         expected["scores"],
         expected["rounds"],
     )
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.value)
+def test_a_golden_log_of_row_hash_version_1_reads_as_it_always_did(variant: Variant) -> None:
+    _, rows = golden.read(variant)
+    lines = golden.path_of(variant).read_text(encoding="utf-8").splitlines()[1:]
+
+    assert {(row.hash_version, row.recorded_at) for row in rows} == {(1, golden.AT)}
+    assert [golden.row_json(row, stamped=False) for row in rows] == [json.loads(line) for line in lines]
+
+
+def test_the_upgraded_golden_log_reads_back_as_written_with_every_stored_hash() -> None:
+    meta, rows = golden.read(golden.UPGRADED)
+    lines = golden.path_of(golden.UPGRADED).read_text(encoding="utf-8").splitlines()
+    upgraded_at = meta["upgraded_at"]
+
+    assert [golden.row_json(row, stamped=True) for row in rows] == [json.loads(line) for line in lines[1:]]
+    assert [golden.ledger_json(row) for row in golden.ledger(meta)] == meta["ledger"]
+    # Version 1 up to the upgrade, version 2 after it, the audit entries too; never back.
+    assert [row.hash_version for row in rows] == [1] * (upgraded_at - 1) + [2] * (len(rows) - upgraded_at + 1)
+    assert [type(entry) for _, entry in split(rows).audit] == [DisputeFiled, SeedRevealed]
+    v1, v2 = rows[: upgraded_at - 1], rows[upgraded_at - 1 :]
+    assert {frozenset(row.metadata) for row in v1[1:]} == {frozenset({"command_id", "actor", "command"})}
+    assert {frozenset(row.metadata) for row in v2} == {
+        frozenset({"command_id", "request_sha256", "actor", "command"})
+    }
+    assert all(row.recorded_at.microsecond for row in rows)  # the times hash to the microsecond
+    # The hashes as written: a change of either version's hash formula breaks this (and the chain check).
+    assert [stored_hash(row) for row in rows] == [row.hash for row in rows]
+    # The same game as the classic golden log, only stored across the upgrade.
+    assert meta["expected"] == golden.read(Variant.CLASSIC)[0]["expected"]
+
+
+def test_the_upgraded_golden_logs_ledger_is_the_one_its_rows_say() -> None:
+    meta, rows = golden.read(golden.UPGRADED)
+    ledger = golden.ledger(meta)
+
+    # The ledger by hand: each run of rows of one command id is a command, written at its rows' time;
+    # the request hash is in the rows' metadata from version 2 on.
+    runs: list[list[StoredEvent]] = []
+    for row in rows:
+        if runs and runs[-1][0].metadata["command_id"] == row.metadata["command_id"]:
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    said = [
+        (run[0].metadata["command_id"], run[0].version, run[-1].version, run[0].recorded_at) for run in runs
+    ]
+    assert [(r.command_id, r.first_version, r.last_version, r.recorded_at) for r in ledger] == said
+    hashed = [
+        (r.command_id, r.request_sha256.hex()) for r in ledger if r.first_version >= meta["upgraded_at"]
+    ]
+    assert hashed == [
+        (run[0].metadata["command_id"], run[0].metadata["request_sha256"])
+        for run in runs
+        if run[0].hash_version == 2
+    ]
+    assert len(hashed) == len(ledger) - golden.UPGRADE_AT and hashed[-1][0] == "reveal"
+
+    chain = check_chain(meta["game_id"], rows, ledger[-1].last_version)
+    assert chain == []
+    assert check_ledger(rows, ledger, chain) == []
 
 
 # --- a new schema version of a stored type ----------------------------------------------------------------

@@ -53,14 +53,14 @@ class _Contents:
         self.canonical = canonical if canonical is not None else [encode(r.type, r.payload) for r in rows]
         self.facts = [row_facts(r.hash_version, r.metadata, r.recorded_at) for r in rows]
 
-    def hash(self, index: int, prev_hash: bytes, version: int) -> bytes:
-        """The chain's hash of ``rows[index]``'s content at ``version``, after ``prev_hash``."""
-        row = self.rows[index]
+    def hash(self, index: int, prev_hash: bytes, version: int, beside: int | None = None) -> bytes:
+        """The chain's hash of ``rows[index]``'s content at ``version``, after ``prev_hash``, with the row
+        facts (metadata, time) of ``rows[beside]`` (default: its own)."""
+        row = self.rows[index if beside is None else beside]
         if row.hash_version not in HASH_VERSIONS:
             return b""  # a hash version no writer ever used: the row matches no hash
-        return event_hash(
-            row.hash_version, prev_hash, row.game_id, version, self.canonical[index], self.facts[index]
-        )
+        facts = self.facts[index if beside is None else beside]
+        return event_hash(row.hash_version, prev_hash, row.game_id, version, self.canonical[index], facts)
 
 
 def check_chain(
@@ -218,9 +218,11 @@ def _swap_partner(contents: _Contents, index: int) -> tuple[int, bytes, bytes] |
             continue
         # Both ways round: games repeat events (the same card played twice, the same prompt), so one
         # content fitting the other place proves nothing by itself.
+        # Contents exchanged: each row's type and payload hash at the other's place with the metadata and
+        # time that stayed there (a row of hash version 2 hashes them too).
         if (
-            contents.hash(other, row.prev_hash, row.version) == row.hash
-            and contents.hash(index, candidate.prev_hash, candidate.version) == candidate.hash
+            contents.hash(other, row.prev_hash, row.version, beside=index) == row.hash
+            and contents.hash(index, candidate.prev_hash, candidate.version, beside=other) == candidate.hash
         ):
             return other, row.hash, candidate.hash
         if (

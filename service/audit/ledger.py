@@ -8,11 +8,13 @@ compares that with the ``commands`` table and reports, as ``ledger`` findings, a
 one that is different, and one that is extra (no hashed events say it). Rows of version 1 hash no
 metadata, so their commands are checked only as before (events gone from the stream's end).
 :func:`check_catalogue` compares the game's catalogue row with its first event (variant, players) and,
-from version 2 on, its hashed metadata and time (tournament, creation time): ``catalogue`` findings.
+from version 2 on, its hashed metadata and time (tournament, client, creation time): ``catalogue``
+findings.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,13 +48,20 @@ class _Said:
 def check_ledger(
     rows: Sequence[StoredEvent], ledger: Sequence[LedgerRow], chain: Sequence[ChainFinding] = ()
 ) -> list[ChainFinding]:
-    """Where the ledger and the hashed events disagree, in version order. A command whose events the
-    chain check (``chain``) already found edited is left to that finding: the edit is the events', and the
-    ledger's row would only repeat it."""
+    """Where the ledger and the hashed events disagree, in version order. A command the chain check
+    (``chain``) already found edited — a finding at, or next to, any of its events or its ledger row's
+    versions — is left to that finding: the edit is the events', and the ledger would only echo it."""
     edited = {finding.position for finding in chain}
-    said = {
-        s.command_id: s for s in _said(rows) if not edited & set(range(s.first_version, s.last_version + 1))
+
+    def touched(first: int, last: int) -> bool:  # a version deleted just before or after counts too
+        return bool(edited & set(range(first - 1, last + 2)))
+
+    runs = list(_said(rows))
+    seen = Counter(s.command_id for s in runs)  # an id on two runs of events: an edit, which the chain tells
+    skipped = {
+        s.command_id for s in runs if touched(s.first_version, s.last_version) or seen[s.command_id] > 1
     }
+    said = {s.command_id: s for s in runs if s.command_id not in skipped}
     first_hashed = next((row.version for row in rows if row.hash_version >= 2), None)
     findings: list[tuple[int, str, ChainFinding]] = []
     listed = {row.command_id: row for row in ledger}
@@ -83,8 +92,9 @@ def check_ledger(
         hashed = first_hashed is not None and row.first_version >= first_hashed
         if (
             row.command_id in said
+            or row.command_id in skipped
             or not hashed
-            or edited & set(range(row.first_version, row.last_version + 1))
+            or touched(row.first_version, row.last_version)
         ):
             continue
         message = (
@@ -168,6 +178,9 @@ def check_catalogue(
         tournament = first.metadata.get("tournament_id")
         if isinstance(tournament, str) and game.tournament_id != tournament:
             differences.append(f"it says tournament {game.tournament_id!r}, the events {tournament!r}")
+        client = first.metadata.get("client")
+        if isinstance(client, str) and game.client != client:
+            differences.append(f"it says client {game.client!r}, the events {client!r}")
         if utc_text(game.created_at) != utc_text(first.recorded_at):
             differences.append(
                 f"it says created at {utc_text(game.created_at)}, the events {utc_text(first.recorded_at)}"

@@ -6,7 +6,7 @@ the service ran, a game imported from a table and a record file are all judged b
 * a game the service ran (*live*): its events are grouped by the command that wrote them (the
   ``command_id`` of their metadata), each group is read back as the command it answered, and
   :func:`service.audit.export.record_from_steps` writes the record. The command is read from the
-  events, which the hash chain covers, not from the metadata, which it does not. The verifier replays
+  events, not from the metadata (which the chain covers only from row hash version 2 on). The verifier replays
   the commands so read back as they are (:meth:`GameLog.commands`), judging each as its record line
   would be judged, without writing the record;
 * an *imported* game: its :class:`~service.audit.entries.RecordLine` entries are the record's text.

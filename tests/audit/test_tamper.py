@@ -3,6 +3,7 @@ immutability trigger switched off, are found by the verifier at the position the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 
 import psycopg
@@ -17,6 +18,7 @@ from service.audit.entries import DisputeKind
 from service.audit.game_report import GameStatus
 from service.rules.options import Variant
 from service.store import EventStore
+from service.store.model import stored_hash
 from tests.api.support import ADMIN
 
 from .support import store_simulated
@@ -27,7 +29,7 @@ async def tamper(database_url: str, *statements: tuple[str, tuple[object, ...]])
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=False) as conn:
         await conn.execute("ALTER TABLE events DISABLE TRIGGER USER")
         for statement, params in statements:
-            await conn.execute(statement, params)  # type: ignore[arg-type]
+            await conn.execute(statement, params)
         await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
         await conn.commit()
 
@@ -126,12 +128,11 @@ async def test_two_rows_that_changed_places_are_found(
 async def test_an_event_rewritten_with_a_fresh_hash_is_found(
     store: EventStore, database_url: str, game: str
 ) -> None:
-    from service.store import chain_hash
-
     rows = await store.read_stream(game)
     target = next(r for r in rows[25:] if r.type == "CardPlayed")
     payload = {**target.payload, "uno": not target.payload["uno"]}  # an UNO call made up afterwards
-    rehashed = chain_hash(target.prev_hash, game, target.version, target.type, payload)
+    # The hash a forger would write: the row's own, by its hash version, over the new payload.
+    rehashed = stored_hash(dataclasses.replace(target, payload=payload))
     await tamper(
         database_url,
         (
