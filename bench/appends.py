@@ -73,7 +73,7 @@ from bench.service import (  # noqa: E402
 )
 from service.store import EventStore, NewEvent  # noqa: E402
 from service.store.group_commit import BATCH_APPEND, Pending, batch_item  # noqa: E402
-from service.store.model import Batch  # noqa: E402
+from service.store.model import HASH_VERSION, Batch  # noqa: E402
 from service.store.streams import NOTIFY_CHANNEL, write_params, write_statement  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -211,7 +211,8 @@ async def statement_costs(url: str) -> dict[str, dict[str, float]]:
         made = []
         for game_id in games[:n]:
             version, last_hash = heads[game_id]
-            batch = Batch(game_id, version, last_hash, COMMAND_EVENTS, {"actor": 0}, f"{game_id}-{version}")
+            command_id = f"{game_id}-{version}"
+            batch = Batch(game_id, version, last_hash, COMMAND_EVENTS, {"actor": 0}, command_id, request)
             heads[game_id] = batch.last_version, batch.hashes[-1]
             made.append(batch)
         return made
@@ -220,8 +221,9 @@ async def statement_costs(url: str) -> dict[str, dict[str, float]]:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
 
         async def group(n: int) -> None:
-            items = [batch_item(i, Pending(b, request)) for i, b in enumerate(next_commands(n))]
-            cursor = await conn.execute(group_statement, {"batch": Jsonb(items)}, prepare=True)
+            items = [batch_item(i, Pending(b)) for i, b in enumerate(next_commands(n))]
+            params = {"batch": Jsonb(items), "hash_version": HASH_VERSION}
+            cursor = await conn.execute(group_statement, params, prepare=True)
             assert all(row[1] is not None for row in await cursor.fetchall())
 
         async def savepoints(n: int) -> None:
@@ -230,7 +232,7 @@ async def statement_costs(url: str) -> dict[str, dict[str, float]]:
                 cursors = []
                 for batch in next_commands(n):
                     await conn.execute("SAVEPOINT command")
-                    cursors.append(await conn.execute(SINGLE, write_params(batch, request), prepare=True))
+                    cursors.append(await conn.execute(SINGLE, write_params(batch), prepare=True))
                     await conn.execute("RELEASE SAVEPOINT command")
                 await conn.execute("COMMIT")
                 await pipeline.sync()
@@ -239,7 +241,7 @@ async def statement_costs(url: str) -> dict[str, dict[str, float]]:
 
         async def singles(n: int) -> None:
             for batch in next_commands(n):
-                cursor = await conn.execute(SINGLE, write_params(batch, request), prepare=True)
+                cursor = await conn.execute(SINGLE, write_params(batch), prepare=True)
                 assert len(await cursor.fetchall()) == len(COMMAND_EVENTS)
 
         ways = {"group": group, "savepoints": savepoints, "singles": singles}

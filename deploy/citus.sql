@@ -33,6 +33,7 @@ SELECT create_distributed_table('match_scores', 'game_id', colocate_with => 'gam
 
 -- Totals across games, and the projectors' checkpoints and quarantine: small, read everywhere, written
 -- by the projectors in their batch transactions.
+SELECT create_reference_table('clients');  -- the client applications' keys: few, read on every creation
 SELECT create_reference_table('standings');
 SELECT create_reference_table('player_stats');
 SELECT create_reference_table('projection_checkpoints');

@@ -22,6 +22,8 @@ class Caller:
 
     seat: int | None = None
     admin: bool = False
+    #: The client application whose key a spectator sent (``None``: none; see :mod:`service.api.access`).
+    client: str | None = None
 
     @property
     def spectator(self) -> bool:

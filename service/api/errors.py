@@ -23,7 +23,8 @@ anything else                 INTERNAL
 ============================  ======================
 
 An ``InvalidInput`` also carries ``google.rpc.BadRequest`` with one ``FieldViolation`` naming the field;
-every UNAVAILABLE carries ``google.rpc.RetryInfo``: it is safe to retry, commands with the same command id
+every UNAVAILABLE carries ``google.rpc.RetryInfo``, and every RESOURCE_EXHAUSTED ``google.rpc.QuotaFailure``
+(the quota's scope as its subject) and ``RetryInfo``: it is safe to retry, commands with the same command id
 (a command whose reply was lost is then answered with its first result). A database that cannot be
 reached, a connection lost mid-call or a pool with no connection to give (psycopg's ``OperationalError``
 and ``InterfaceError``) is UNAVAILABLE too: the store, not the request, is at fault, and the pool and the
@@ -112,6 +113,13 @@ def status_of(error: ServiceError) -> grpc.Status:
                 error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=RETRY_DELAY_SECONDS))
             )
         )
+    if isinstance(error, ResourceExhausted):
+        # Every limit is a quota: which one, for whom, and when to try again (docs/OPERATIONS.md).
+        subject = error.metadata.get("scope", "server")
+        violation = error_details_pb2.QuotaFailure.Violation(subject=subject, description=error.message)
+        details.append(_packed(error_details_pb2.QuotaFailure(violations=[violation])))
+        delay = int(error.metadata.get("retry_after", RETRY_DELAY_SECONDS))
+        details.append(_packed(error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=delay))))
     if isinstance(error, InvalidInput):
         violation = error_details_pb2.BadRequest.FieldViolation(field=error.field, description=error.message)
         details.append(_packed(error_details_pb2.BadRequest(field_violations=[violation])))

@@ -147,6 +147,7 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
         tournament_id: str,
         metadata: dict[str, object],
         first_round: Command | None = None,
+        client: str = "",
     ) -> Created:
         """Create a game; rule problems with the creation itself are INVALID_ARGUMENT (bad input)."""
         created = create(command)
@@ -175,6 +176,7 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
                 request_hash=request_hash,
                 events=[stored_form(e) for e in events],
                 metadata=metadata,
+                client=client,
             )
 
         created_stream = await create_stream(

@@ -17,9 +17,10 @@ A lost connection is one psycopg reports (closed, terminated, reset). A connecti
 (a network that drops packets without a reset) is only noticed through TCP keepalives, which libpq
 takes from the database URL (``keepalives_idle`` and friends).
 
-The notifier also bounds the streams a server holds open: :data:`MAX_STREAMS` in all and
-:data:`MAX_STREAMS_PER_CALLER` per caller (a seat of a game, the admin, or a spectator's network
-address); a stream beyond either is refused with :class:`~service.errors.ResourceExhausted`. A stream
+The notifier also bounds the streams a server holds open: :data:`MAX_STREAMS` in all, the client's quota
+per client application (a game's seats count against the client that created it, so minting seat tokens
+buys nothing) and a per-game cap on its spectators (:class:`~service.api.access.Quotas`); a stream beyond
+any is refused with :class:`~service.errors.ResourceExhausted` (reason ``STREAM_LIMIT``). A stream
 catching up from far back reads :attr:`Notifier.page_size` events at a time and sends each page before
 reading the next, so its memory is bounded and a slow client slows only its own stream (gRPC's write
 waits for the client's flow-control window).
@@ -39,13 +40,12 @@ from service.errors import ResourceExhausted
 from service.rules.events import GameEnded
 from service.store import StoredEvent, StreamStore
 
-from .auth import Caller
+from .access import Quotas, client_name
 
 log = structlog.get_logger("uno_audit.notify")
 
-#: Open ``WatchGame`` streams a server allows in all, and per caller (:func:`stream_owner`).
+#: Open ``WatchGame`` streams a server allows in all (each client's share is its quota).
 MAX_STREAMS = 1000
-MAX_STREAMS_PER_CALLER = 20
 #: Events a stream reads from the store at a time while catching up.
 PAGE_SIZE = 500
 #: The pause before listening again after the LISTEN connection is lost: doubled per failure, up to the
@@ -55,27 +55,13 @@ RETRY_SECONDS = (0.1, 5.0)
 _GAME_ENDED = type_name(GameEnded)
 
 
-def stream_owner(caller: Caller, game_id: str, peer: str) -> str:
-    """Whom a stream counts against for :data:`MAX_STREAMS_PER_CALLER`: the admin, a seat of one game
-    (its token is that game's), or for a spectator (no token) its network address without the port, so
-    that opening more connections does not buy more streams."""
-    if caller.admin:
-        return "the admin"
-    if caller.seat is not None:
-        return f"seat {caller.seat} of game {game_id}"
-    kind, _, address = peer.partition(":")
-    if kind in ("ipv4", "ipv6"):
-        address = address.rpartition(":")[0] or address
-    return f"spectator {kind}:{address}"
-
-
 class Watcher:
     """One ``WatchGame`` stream's subscription to its game (see :meth:`Notifier.watcher`)."""
 
-    def __init__(self, notifier: Notifier, game_id: str, owner: str) -> None:
+    def __init__(self, notifier: Notifier, game_id: str, counted: tuple[str, ...]) -> None:
         self.notifier = notifier
         self.game_id = game_id
-        self.owner = owner
+        self.counted = counted  # the keys of Notifier._counts this stream holds a place in
         self._woken = asyncio.Event()
         #: Wake-ups by cause: ``notification`` (an append to the game) or ``listening`` (the LISTEN
         #: connection was lost or regained); what a test of promptness counts instead of seconds.
@@ -130,15 +116,15 @@ class Notifier:
         store: StreamStore,
         *,
         max_streams: int = MAX_STREAMS,
-        max_streams_per_caller: int = MAX_STREAMS_PER_CALLER,
+        quotas: Quotas | None = None,
         page_size: int = PAGE_SIZE,
     ) -> None:
         self.store = store
         self.max_streams = max_streams
-        self.max_streams_per_caller = max_streams_per_caller
+        self.quotas = quotas or Quotas()
         self.page_size = page_size
         self._watchers: dict[str, set[Watcher]] = {}
-        self._per_owner: Counter[str] = Counter()
+        self._counts: Counter[str] = Counter()
         self._open = 0
         self._listening = False
         self._task: asyncio.Task[None] | None = None
@@ -204,36 +190,40 @@ class Notifier:
                 watcher.wake("listening")
 
     @contextlib.contextmanager
-    def watcher(self, game_id: str, owner: str) -> Iterator[Watcher]:
-        """A subscription to ``game_id``'s appends for one stream of ``owner`` (:func:`stream_owner`),
-        held until the block ends; :class:`ResourceExhausted` (reason ``STREAM_LIMIT``, metadata
-        ``limit`` and ``scope``: ``server`` or ``caller``) if it would exceed a limit."""
-        if self._open >= self.max_streams:
-            raise ResourceExhausted(
-                f"the server has {self.max_streams} WatchGame streams open, its limit; try again later",
-                reason="STREAM_LIMIT",
-                limit=str(self.max_streams),
-                scope="server",
+    def watcher(self, game_id: str, *, client: str, spectator: bool) -> Iterator[Watcher]:
+        """A subscription to ``game_id``'s appends for one stream of ``client``'s (a spectator's, or a
+        seat's or the admin's), held until the block ends; :class:`ResourceExhausted` (reason
+        ``STREAM_LIMIT``, metadata ``limit`` and ``scope``: ``server``, ``client:<name>`` or
+        ``game:<id>``) if it would exceed the server's limit, the client's quota or the game's cap on
+        spectators."""
+        places = [("server", "server", self.max_streams)]
+        places.append((f"client:{client_name(client)}", f"client {client_name(client)}", self.quotas.streams))
+        if spectator:
+            places.append(
+                (f"game:{game_id}", f"game {game_id}'s spectators", self.quotas.spectators_per_game)
             )
-        if self._per_owner[owner] >= self.max_streams_per_caller:
-            raise ResourceExhausted(
-                f"{owner} has {self.max_streams_per_caller} WatchGame streams open, the limit per caller; "
-                "close one first",
-                reason="STREAM_LIMIT",
-                limit=str(self.max_streams_per_caller),
-                scope="caller",
-            )
-        watcher = Watcher(self, game_id, owner)
+        for scope, whose, limit in places:
+            held = self._open if scope == "server" else self._counts[scope]
+            if held >= limit:
+                raise ResourceExhausted(
+                    f"{whose} hold {limit} WatchGame streams, the limit; close one first, or try again later",
+                    reason="STREAM_LIMIT",
+                    limit=str(limit),
+                    scope=scope,
+                )
+        counted = tuple(scope for scope, _, _ in places[1:])
+        watcher = Watcher(self, game_id, counted)
         self._watchers.setdefault(game_id, set()).add(watcher)
-        self._per_owner[owner] += 1
+        self._counts.update(counted)
         self._open += 1
         try:
             yield watcher
         finally:
             self._open -= 1
-            self._per_owner[owner] -= 1
-            if not self._per_owner[owner]:
-                del self._per_owner[owner]
+            self._counts.subtract(counted)
+            for scope in counted:
+                if not self._counts[scope]:
+                    del self._counts[scope]
             watchers = self._watchers[game_id]
             watchers.discard(watcher)
             if not watchers:

@@ -28,6 +28,7 @@ from service.errors import (
     InvalidInput,
     NotFound,
     PermissionDenied,
+    ResourceExhausted,
     ServiceError,
     Unauthenticated,
     Unavailable,
@@ -39,13 +40,14 @@ from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
 from service.rules.setup import valid_name
 from service.rules.violations import Rule
+from service.runner import stream_id_of
 from service.store import Cursor, EventStore
 
 from . import errors
 from .auth import Caller, token_hash
 from .callers import Callers
 from .handler import CommandHandler, Outcome
-from .notify import Notifier, stream_owner
+from .notify import Notifier
 from .views import VARIANT_OF, event_message, game_view
 
 log = structlog.get_logger("uno_audit.api")
@@ -286,10 +288,20 @@ class GameService(pb_grpc.GameServiceServicer):
 
     # --- creating and reading ----------------------------------------------------------------------------
 
+    async def _admit(self, client: str, command_id: str) -> None:
+        """Refuse a creation over ``client``'s quotas, unless it is a retry of one that was admitted (it then
+        finds its game and is answered as a retry)."""
+        try:
+            await self.callers.gate.admit_creation(client)
+        except ResourceExhausted:
+            if await self.store.game(stream_id_of(command_id)) is None:
+                raise
+
     async def CreateGame(self, request: pb.CreateGameRequest, context: Context) -> pb.CreateGameReply:
         started = time.perf_counter()
         try:
-            caller, _ = self.callers.server_caller(context)
+            caller, token = self.callers.server_caller(context)
+            client = await self.callers.gate.creator(caller, token)
             command_id = limits.identifier(request.command_id, "command_id")
             variant = VARIANT_OF.get(request.variant)
             if variant is None:
@@ -314,6 +326,7 @@ class GameService(pb_grpc.GameServiceServicer):
                     raise PermissionDenied("only the admin may deal from a fixed deck")
                 first_round = cmd.StartRound(deck=_deck(request.fixed_deck, "fixed_deck"))
             dealer = request.dealer if request.HasField("dealer") else None
+            await self._admit(client, command_id)
             create = cmd.CreateGame(variant, tuple(request.players), options, new_seed(), dealer)
             created = await self.handler.create_game(
                 create,
@@ -325,8 +338,10 @@ class GameService(pb_grpc.GameServiceServicer):
                     "actor": "admin" if caller.admin else "anyone",
                     "command": "CreateGame",
                     "tournament_id": request.tournament_id,
+                    "client": client,
                 },
                 first_round=first_round,
+                client=client,
             )
         except ServiceError as error:
             log.info(
@@ -404,9 +419,10 @@ class GameService(pb_grpc.GameServiceServicer):
         if request.after_version < 0:
             raise InvalidInput("after_version", "must not be negative")
         caller = await self.callers.caller(context, game_id)
+        client = await self.callers.client_of(caller, game_id)
         # Subscribed (and counted against the stream limits) before anything is read: an append after
         # the load wakes this stream even if it commits before the first wait.
-        with self.notifier.watcher(game_id, stream_owner(caller, game_id, context.peer())) as watcher:
+        with self.notifier.watcher(game_id, client=client, spectator=caller.spectator) as watcher:
             loaded = await self.handler.load(game_id)
             players = loaded.state.players
             stored = watcher.events(

@@ -30,6 +30,7 @@ from service.rules.events import Event
 from service.rules.options import OptionError, make_options
 from service.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
 from service.store import AppendResult, EventStore, NewEvent, StoredEvent
+from service.store.clients import ADMIN_CLIENT
 
 from .entries import (
     DisputeFiled,
@@ -477,7 +478,9 @@ class Auditor:
                     "actor": "adjudicator",
                     "command": "ImportRecord",
                     "tournament_id": tournament_id,
+                    "client": ADMIN_CLIENT,
                 },
+                client=ADMIN_CLIENT,
             )
 
         created = await create_stream(

@@ -23,8 +23,8 @@ from .streams import EVENT_COLUMNS, stored_event
 #: ``created_at`` is the time its first events are hashed with (``recorded_at``, the write's parameter).
 CATALOGUE_ROWS = """
 game AS (
-    INSERT INTO games (game_id, variant, players, tournament_id, created_at)
-    VALUES (%(game_id)s, %(variant)s, %(players)s, %(tournament_id)s, %(recorded_at)s)
+    INSERT INTO games (game_id, variant, players, tournament_id, created_at, client)
+    VALUES (%(game_id)s, %(variant)s, %(players)s, %(tournament_id)s, %(recorded_at)s, %(client)s)
     RETURNING game_id
 ), secret AS (
     INSERT INTO game_secrets (game_id, seed) SELECT game_id, %(seed)s::bytea FROM game
@@ -39,7 +39,7 @@ GAME_KEY = "games_pkey"
 
 _GAME_COLUMNS = (
     "g.game_id, g.variant, g.players, g.tournament_id, g.created_at, "
-    "coalesce((SELECT max(e.version) FROM events e WHERE e.game_id = g.game_id), 0)"
+    "coalesce((SELECT max(e.version) FROM events e WHERE e.game_id = g.game_id), 0), g.client"
 )
 _GAME = f"SELECT {_GAME_COLUMNS} FROM games g WHERE g.game_id = %s"
 _LIST_GAMES = {
@@ -73,12 +73,14 @@ def catalogue_params(
     tournament_id: str,
     seed: bytes | None,
     seat_token_hashes: Sequence[bytes],
+    client: str,
 ) -> dict[str, Any]:
     """The parameters of :data:`CATALOGUE_ROWS` (besides ``game_id``, which the stream's write shares)."""
     return {
         "variant": variant,
         "players": Jsonb(list(players)),
         "tournament_id": tournament_id,
+        "client": client,
         "seed": seed,
         "seat_hashes": list(seat_token_hashes),
     }
@@ -142,5 +144,5 @@ class PostgresGames(GameCatalogue):
 
 
 def _game(row: tuple[Any, ...]) -> GameRow:
-    game_id, variant, players, tournament_id, created_at, version = row
-    return GameRow(game_id, variant, list(players), tournament_id, created_at, int(version))
+    game_id, variant, players, tournament_id, created_at, version, client = row
+    return GameRow(game_id, variant, list(players), tournament_id, created_at, int(version), client)

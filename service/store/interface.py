@@ -142,9 +142,11 @@ class Store(StreamStore, GameCatalogue, Protocol):
         request_hash: bytes,
         events: Sequence[NewEvent],
         metadata: Mapping[str, Any],
+        client: str = "",
     ) -> AppendResult:
-        """Catalogue the game (row, seed, one token hash per seat) and start its stream with ``events``
-        (versions 1..n), in one unit of work. A retried command id answers its first result
-        (``duplicate=True``); used for another request, :class:`~service.store.CommandReused` and
-        nothing is written; a taken ``game_id`` without that command, :class:`~service.store.GameExists`."""
+        """Catalogue the game (row, seed, one token hash per seat, the ``client`` that created it) and start
+        its stream with ``events`` (versions 1..n), in one unit of work. A retried command id answers its
+        first result (``duplicate=True``); used for another request, :class:`~service.store.CommandReused`
+        and nothing is written; a taken ``game_id`` without that command,
+        :class:`~service.store.GameExists`."""
         ...

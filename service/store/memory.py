@@ -59,6 +59,7 @@ class _Game:
     seed: bytes | None
     seats: dict[bytes, int]
     stream: list[StoredEvent] = field(default_factory=list)
+    client: str = ""
 
 
 class MemoryStore(Store):
@@ -197,6 +198,7 @@ class MemoryStore(Store):
         request_hash: bytes,
         events: Sequence[NewEvent],
         metadata: Mapping[str, Any],
+        client: str = "",
     ) -> AppendResult:
         """Catalogue the game and start its stream, all or nothing (see :class:`~service.store.Store`)."""
         await _turn()
@@ -214,6 +216,7 @@ class MemoryStore(Store):
             batch.recorded_at,
             seed,
             {token: seat for seat, token in enumerate(seat_token_hashes)},
+            client=client,
         )
         self._games[game_id] = game
         return self._commit(batch, request_hash, game.stream)
@@ -339,7 +342,13 @@ def _hash_at(stream: Sequence[StoredEvent], version: int) -> bytes | None:
 
 def _row(game_id: str, game: _Game) -> GameRow:
     return GameRow(
-        game_id, game.variant, list(game.players), game.tournament_id, game.created_at, len(game.stream)
+        game_id,
+        game.variant,
+        list(game.players),
+        game.tournament_id,
+        game.created_at,
+        len(game.stream),
+        game.client,
     )
 
 

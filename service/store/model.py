@@ -151,6 +151,7 @@ class GameRow:
     tournament_id: str
     created_at: datetime
     version: int
+    client: str = ""
 
 
 def chain_hash(prev_hash: bytes, game_id: str, version: int, type: str, payload: Mapping[str, Any]) -> bytes:

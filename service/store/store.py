@@ -23,6 +23,7 @@ from typing import Any, Self
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
+from .clients import PostgresClients
 from .errors import GameExists
 from .games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
 from .global_order import Connection
@@ -39,7 +40,7 @@ DEFAULT_TIMEOUT = 5.0
 _CREATE_GAME = "WITH " + CATALOGUE_ROWS + "," + write_statement("game AS source")
 
 
-class EventStore(PostgresStreams, PostgresGames, Store):
+class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
     """The store over a pool of connections to one PostgreSQL database.
 
     Open it with :meth:`open`, run :meth:`migrate` once at start-up, :meth:`close` it at the end (or use
@@ -57,6 +58,7 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         """Use :meth:`open`; this only wires an already opened pool."""
         PostgresStreams.__init__(self, dsn, pool, group_commit=group_commit, max_batch=max_batch)
         PostgresGames.__init__(self, pool)
+        PostgresClients.__init__(self, pool)
 
     @classmethod
     async def open(
@@ -150,6 +152,7 @@ class EventStore(PostgresStreams, PostgresGames, Store):
         request_hash: bytes,
         events: Sequence[NewEvent],
         metadata: Mapping[str, Any],
+        client: str = "",
     ) -> AppendResult:
         """Create a game and append its first events (versions 1..n), all in one transaction.
 
@@ -170,6 +173,7 @@ class EventStore(PostgresStreams, PostgresGames, Store):
                 tournament_id=tournament_id,
                 seed=seed,
                 seat_token_hashes=seat_token_hashes,
+                client=client,
             )
         )
         async with self._pool.connection() as conn:

@@ -333,9 +333,10 @@ async def test_create_game(stub: pb_grpc.GameServiceStub, database_url: str) -> 
             Case("a NUL in tournament_id", create(tournament_id="t\x00"), INVALID, "tournament_id"),
             Case("fixed deck without admin", create(fixed_deck=DECK), grpc.StatusCode.PERMISSION_DENIED),
             Case(
-                "fixed deck with a seat token of another game",
+                # A creation's token is a client key or the admin's: any other is no credential.
+                "fixed deck with a token that is no client key",
                 create((("authorization", "Bearer nobody"),), fixed_deck=DECK),
-                grpc.StatusCode.PERMISSION_DENIED,
+                grpc.StatusCode.UNAUTHENTICATED,
             ),
             Case("bad fixed deck token", create(ADMIN, fixed_deck=["R1", "??"]), INVALID, "fixed_deck[1]"),
             Case(

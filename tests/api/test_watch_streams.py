@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from projections.migrate import apply_migrations
+from service.api.access import Access, Quotas
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
@@ -32,6 +33,7 @@ from .support import (
     ADMIN,
     ADMIN_TOKEN,
     Metadata,
+    create_game,
     create_scripted,
     error_info,
     fails_with,
@@ -129,7 +131,7 @@ async def test_a_lost_listen_connection_loses_no_event(
 
 @contextlib.asynccontextmanager
 async def limited_server(
-    database_url: str, login_url: str, *, total: int, per_caller: int
+    database_url: str, login_url: str, *, total: int, per_client: int, spectators: int
 ) -> AsyncIterator[tuple[RunningServer, str]]:
     """A server like the ``server`` fixture's, with stream limits of its own; and its address."""
     await apply_migrations(database_url)
@@ -139,7 +141,7 @@ async def limited_server(
         admin_token=ADMIN_TOKEN,
         projector=False,
         max_streams=total,
-        max_streams_per_caller=per_caller,
+        access=Access(quotas=Quotas(streams=per_client, spectators_per_game=spectators)),
     )
     try:
         yield running, f"127.0.0.1:{running.port}"
@@ -174,41 +176,55 @@ async def _eventually_accepted(stub: pb_grpc.GameServiceStub, game_id: str, meta
             await asyncio.sleep(0.05)
 
 
-async def test_stream_limits_per_caller_and_in_all(database_url: str, service_login: ServiceLogin) -> None:
+async def test_stream_limits_per_client_per_game_and_in_all(
+    database_url: str, service_login: ServiceLogin
+) -> None:
     login = await service_login.url(database_url)
     async with (
-        limited_server(database_url, login, total=5, per_caller=2) as (running, address),
+        limited_server(database_url, login, total=5, per_client=3, spectators=2) as (running, address),
         grpc.aio.insecure_channel(address) as one,
         grpc.aio.insecure_channel(address) as other,
     ):
         stub = pb_grpc.GameServiceStub(one)  # type: ignore[no-untyped-call]
         second = pb_grpc.GameServiceStub(other)  # type: ignore[no-untyped-call]
-        game = await create_scripted(stub)
+        game = await create_scripted(stub)  # the adjudicator's: its seats count against client "admin"
         gid = game.game_id
 
-        seat0 = [await _accepted(stub, gid, game.seat(0)) for _ in range(2)]
-        assert await _refused(stub, gid, game.seat(0)) == {"limit": "2", "scope": "caller"}
-        # Spectators count by network address: a second connection from the same host buys nothing.
+        # A game's seats share its client's quota, whichever token they use: more tokens buy nothing.
+        seats = [await _accepted(stub, gid, game.seat(0)) for _ in range(2)]
+        seats.append(await _accepted(stub, gid, game.seat(1)))
+        assert await _refused(stub, gid, game.seat(2)) == {"limit": "3", "scope": "client:admin"}
+        # Spectators count against the anonymous client and their game's cap, whatever their connection.
         spectators = [await _accepted(stub, gid, None), await _accepted(second, gid, None)]
-        assert await _refused(second, gid, None) == {"limit": "2", "scope": "caller"}
-        admin = await _accepted(second, gid, ADMIN)
         assert running.notifier.open_streams == 5
-        assert await _refused(stub, gid, game.seat(1)) == {"limit": "5", "scope": "server"}
+        assert await _refused(second, gid, None) == {"limit": "5", "scope": "server"}
+        anonymous = await create_game(second)
+        assert await _refused(second, anonymous.game_id, anonymous.seat(0)) == {
+            "limit": "5",
+            "scope": "server",
+        }
 
-        # Closing a stream frees its place, for its caller and in all.
-        seat0[0].cancel()
-        seat0[0] = await _eventually_accepted(stub, gid, game.seat(0))
+        # Closing a stream frees its place, for its client and in all.
+        seats[0].cancel()
+        seats[0] = await _eventually_accepted(stub, gid, game.seat(2))
         spectators[0].cancel()
-        seat1 = await _eventually_accepted(stub, gid, game.seat(1))
-        # A stream that ends by itself frees its place too: a finished game's ends after its last event.
-        seat1.cancel()
+        other_game = await _eventually_accepted(second, anonymous.game_id, anonymous.seat(0))
+        assert running.notifier.open_streams == 5
+        other_game.cancel()
         await until(lambda: running.notifier.open_streams == 4, "the cancelled stream to close")
+        spectators.append(await _accepted(second, gid, None))
+        seats.pop().cancel()
+        await until(lambda: running.notifier.open_streams == 4, "the cancelled stream to close")
+        assert await _refused(stub, gid, None) == {"limit": "2", "scope": f"game:{gid}"}
+
+        # A stream that ends by itself frees its place too: a finished game's ends after its last event.
         await play_script(stub, game)
-        ended = [e async for e in stub.WatchGame(pb.WatchGameRequest(game_id=gid), metadata=ADMIN)]
-        assert ended[-1].type == "GameEnded"
-        for call in [*seat0, spectators[1], admin]:
+        for call in [*seats, *spectators]:
             call.cancel()
         await until(lambda: running.notifier.open_streams == 0, "every stream to close")
+        ended = [e async for e in stub.WatchGame(pb.WatchGameRequest(game_id=gid), metadata=ADMIN)]
+        assert ended[-1].type == "GameEnded"
+        await until(lambda: running.notifier.open_streams == 0, "the finished game's stream to end")
 
 
 async def _long_game(
