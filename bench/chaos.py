@@ -3,6 +3,7 @@ then every promise the service makes about retried commands is checked against t
 
     python bench/chaos.py [--seconds 120] [--kills 10] [--projector-kills 3] [--restarts 3] [--outage 4]
                           [--concurrency 8] [--seed 0] [--recovery 90] [--json] [--keep]
+                          [--workers N --worker-kills 4 --reloads 2]
 
 Why a script and not only tests: idempotent command ids, the store's one-statement append and the
 projector's exactly-once batches are each tested alone, but what a client sees when the process that
@@ -29,6 +30,15 @@ next (the run fails if the load or the projector has not moved on within ``--rec
 database restarts in turn fast (``pg_ctl stop -m fast``, then start), immediate (``pg_ctl stop -m
 immediate``, a crash as far as the database's recovery is concerned, then start) and a stop of
 ``--outage`` seconds.
+
+With ``--workers N`` (2 or more) the server is one supervised ``uno-audit serve --workers N`` with its
+projector inside and ``--metrics-listen``, each bot table on a connection of its own; its faults are
+``kill -9`` of one worker (``--worker-kills``) or of the projector's process, which ``serve`` itself
+restarts. Per kill the run measures the seconds until the replacement serves (from the kill to the
+parent's "process restarted" line), and the commands acknowledged meanwhile (by the surviving workers);
+after the load, one worker and the projector are killed once more on the idle server, for the idle
+figures; the parent's ``uno_audit_process_restarts_total`` must equal the kills. ``--reloads``: SIGHUP
+to ``serve`` (each process replaced in turn), timed until the parent's "reloaded" line.
 
 Then the load stops, the projector catches up, and the checks run against the database:
 
@@ -63,6 +73,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -344,10 +355,12 @@ class Journal:
     contradictions: list[str] = field(default_factory=list)
     games: int = 0
     broken_off: list[str] = field(default_factory=list)
+    #: CANCELLED, when processes are stopped gracefully (a reload): README "Errors" documents it then.
+    graceful_stops: bool = False
 
     def attempt(self, method: str, code: grpc.StatusCode, details: str | None = None) -> None:
         self.statuses[code.name] += 1
-        if code.name not in DOCUMENTED:
+        if code.name not in DOCUMENTED and not (self.graceful_stops and code is grpc.StatusCode.CANCELLED):
             self.undocumented.append(f"{code.name} from {method}: {details}")
 
 
@@ -455,11 +468,16 @@ class Plan:
     concurrency: int = 8
     seed: int = 0
     recovery: float = 90.0
+    #: 2 or more: one supervised ``serve --workers`` (see the module); 0: ``serve`` and ``project``.
+    workers: int = 0
+    worker_kills: int = 0
+    reloads: int = 0
 
     def faults(self) -> list[str]:
         """The faults in a seeded random order; the database restarts take the three kinds in turn."""
         kinds = ("db-fast", "db-immediate", "db-stop")
         faults = ["serve"] * self.kills + ["projector"] * self.projector_kills
+        faults += ["worker"] * self.worker_kills + ["reload"] * self.reloads
         faults += [kinds[i % len(kinds)] for i in range(self.restarts)]
         random.Random(self.seed).shuffle(faults)
         return faults
@@ -490,16 +508,25 @@ class Chaos:
         self.postgres = PrivatePostgres(workdir / "pg", free_port(), postgres_bin())
         self.address = f"127.0.0.1:{free_port()}"
         service_url = self.postgres.url(SERVICE_LOGIN)
+        self.metrics_port = free_port()
+        supervised = (
+            ["--workers", str(plan.workers), "--metrics-listen", f"127.0.0.1:{self.metrics_port}"]
+            if plan.workers >= 2
+            else ["--no-projector"]
+        )
         self.serve = Child(
             "serve",
-            ["serve", "--listen", self.address, "--database-url", service_url, "--no-projector",
+            ["serve", "--listen", self.address, "--database-url", service_url, *supervised,
              "--database-timeout", str(DATABASE_TIMEOUT)],
             workdir / "serve.log",
         )  # fmt: skip
+        #: Per worker or projector kill: (kind, seconds until its replacement served, commands acknowledged
+        #: meanwhile, under load or idle, the supervisor's backoff included in those seconds).
+        self.replacements: list[tuple[str, float, int, bool, float]] = []
         self.projector = Child(
             "projector", ["project", "--database-url", service_url], workdir / "project.log"
         )
-        self.journal = Journal()
+        self.journal = Journal(graceful_stops=plan.reloads > 0)
         self.summary = LoadSummary()
         self.stop = asyncio.Event()
         self.failures: list[str] = []
@@ -507,6 +534,15 @@ class Chaos:
         self.recoveries: list[float] = []
         self.unexpected_exits = 0
         self.lock = asyncio.Lock()  # a fault and the watch on the processes take turns
+        self.log_read = 0
+        self.pids: dict[int, int] = {}
+        self.by_worker: Counter[int] = Counter()
+        self.reloaded = 0
+        #: Worker and projector kills since ``serve`` last started: what its restart counters must say.
+        self.since_start: Counter[str] = Counter()
+        self.backoffs: dict[int, float] = {}  # the supervisor's wait before each process's last restart
+        #: Per reload: seconds until every process was replaced, commands acknowledged meanwhile.
+        self.reloads: list[tuple[float, int]] = []
 
     async def run(self) -> Report:
         started = time.monotonic()
@@ -518,6 +554,8 @@ class Chaos:
             watching = asyncio.create_task(self._watch())
             try:
                 load_seconds = await self._load_under_faults()
+                if self.plan.workers >= 2:
+                    await self._idle_kills()
             finally:
                 watching.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -548,7 +586,8 @@ class Chaos:
         if migrate.returncode != 0:
             raise RuntimeError(f"uno-audit migrate failed: {migrate.stderr.strip()}")
         self.serve.start()
-        self.projector.start()
+        if self.plan.workers < 2:
+            self.projector.start()
         if not await wait_serving(self.address, time.monotonic() + 60):
             raise RuntimeError(f"uno-audit serve did not start: {self.serve.tail()}")
         _say(f"PostgreSQL on port {self.postgres.port}, serve on {self.address}, projector running")
@@ -563,7 +602,7 @@ class Chaos:
         while True:
             await asyncio.sleep(0.25)
             async with self.lock:
-                for child in (self.serve, self.projector):
+                for child in (self.serve, self.projector) if self.plan.workers < 2 else (self.serve,):
                     status = child.exited()
                     if status is not None:
                         self.unexpected_exits += 1
@@ -571,13 +610,24 @@ class Chaos:
                         child.process = None
                         if self.postgres.running:
                             child.start()
+                            self.since_start.clear()
 
     async def _load_under_faults(self) -> float:
         started = time.monotonic()
-        async with grpc.aio.insecure_channel(self.address, options=CHANNEL_OPTIONS) as channel:
-            stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
+        # Against several workers each table has a connection of its own (a local subchannel pool: gRPC
+        # otherwise shares one connection between channels to the same address), spread by the kernel.
+        own = self.plan.workers >= 2
+        channels = [
+            grpc.aio.insecure_channel(
+                self.address, options=(*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1))
+            )
+            for _ in range(self.plan.concurrency if own else 1)
+        ]
+        try:
+            stubs = [pb_grpc.GameServiceStub(channel) for channel in channels]  # type: ignore[no-untyped-call]
             workers = [
-                asyncio.create_task(self._worker(stub, index)) for index in range(self.plan.concurrency)
+                asyncio.create_task(self._worker(stubs[index % len(stubs)], index))
+                for index in range(self.plan.concurrency)
             ]
             try:
                 faults = self.plan.faults()
@@ -595,6 +645,9 @@ class Chaos:
                 for worker in workers:
                     worker.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
+        finally:
+            for channel in channels:
+                await channel.close()
         return time.monotonic() - started
 
     async def _worker(self, stub: pb_grpc.GameServiceStub, index: int) -> None:
@@ -621,12 +674,18 @@ class Chaos:
     async def _inject(self, fault: str) -> None:
         """Make ``fault`` happen, heal it, and wait until the system has moved on."""
         injected = time.monotonic()
+        replaced: float | None = None
         async with self.lock:
             _say(f"fault: {fault}")
             if fault == "serve":
                 await asyncio.to_thread(self.serve.kill)
                 await asyncio.sleep(self.rng.uniform(0.2, 1.5))
                 self.serve.start()
+                self.since_start.clear()
+            elif fault == "reload":
+                replaced = await self._reload()
+            elif fault in ("worker", "projector") and self.plan.workers >= 2:
+                replaced = await self._kill_supervised(fault, under_load=True)
             elif fault == "projector":
                 await asyncio.to_thread(self.projector.kill)
                 await asyncio.sleep(self.rng.uniform(0.2, 1.5))
@@ -642,11 +701,107 @@ class Chaos:
                 await asyncio.sleep(self.plan.outage)
                 await asyncio.to_thread(self.postgres.start)
         self.done[fault] += 1
-        healed = await (self._projector_moves() if fault == "projector" else self._commands_flow())
+        if fault in ("worker", "reload"):
+            healed = replaced
+        else:
+            healed = await (self._projector_moves() if fault == "projector" else self._commands_flow())
         if healed is None:
             self.failures.append(f"no recovery within {self.plan.recovery:.0f} s after the fault {fault}")
         else:
             self.recoveries.append(healed - injected)
+
+    def _supervised_pids(self) -> dict[int, int]:
+        """Each supervised process's pid by index (the servers, then the projector), as the serve log
+        says so far: the parent's "serving" line, then each "process restarted" (read from where the
+        last call stopped: the log grows by a line a command)."""
+        with self.serve.log.open("rb") as log:
+            log.seek(self.log_read)
+            text = log.read()
+        complete = text.rpartition(b"\n")[0]
+        self.log_read += len(complete) + 1 if complete else 0
+        for line in complete.splitlines():
+            if not line.startswith(b"{"):
+                continue
+            with contextlib.suppress(ValueError):
+                said = json.loads(line)
+                if said.get("event") == "serving" and "pids" in said:
+                    self.pids = dict(enumerate(said["pids"]))
+                elif said.get("event") == "process exited on its own: restarting it":
+                    self.backoffs[int(said["worker"])] = float(said["backoff_seconds"])
+                elif said.get("event") == "reloaded":
+                    self.reloaded += 1
+                elif said.get("event") in ("process restarted", "process reloaded"):
+                    self.pids[int(said["worker"])] = int(said["pid"])
+                elif said.get("event") == "command" and "worker" in said:
+                    self.by_worker[int(said["worker"])] += 1
+        return self.pids
+
+    async def _kill_supervised(self, kind: str, *, under_load: bool) -> float | None:
+        """``kill -9`` of one worker (chosen at random) or of the projector's process of the supervised
+        ``serve``; when its replacement serves (``None``: not within the recovery time)."""
+        index = self.rng.randrange(self.plan.workers) if kind == "worker" else self.plan.workers
+        victim = self._supervised_pids()[index]
+        acknowledged = len(self.journal.acknowledged)
+        killed = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        self.since_start[kind] += 1
+        while time.monotonic() < killed + self.plan.recovery:
+            now = self._supervised_pids().get(index)
+            if now is not None and now != victim:
+                seen = time.monotonic()
+                moved = len(self.journal.acknowledged) - acknowledged
+                waited = self.backoffs.get(index, 0.0)
+                self.replacements.append((kind, seen - killed, moved, under_load, waited))
+                _say(
+                    f"{kind} {index} replaced after {seen - killed:.2f} s; "
+                    f"{moved} commands acknowledged meanwhile"
+                )
+                return seen
+            await asyncio.sleep(0.02)
+        self.failures.append(f"the {kind} {index} was not replaced within {self.plan.recovery:.0f} s")
+        return None
+
+    async def _reload(self) -> float | None:
+        """SIGHUP to the supervised ``serve``; when it says every process was replaced."""
+        assert self.serve.process is not None
+        self._supervised_pids()
+        before, acknowledged = self.reloaded, len(self.journal.acknowledged)
+        asked = time.monotonic()
+        self.serve.process.send_signal(signal.SIGHUP)
+        while time.monotonic() < asked + self.plan.recovery:
+            self._supervised_pids()
+            if self.reloaded > before:
+                seen = time.monotonic()
+                moved = len(self.journal.acknowledged) - acknowledged
+                self.reloads.append((seen - asked, moved))
+                _say(f"reloaded after {seen - asked:.2f} s; {moved} commands acknowledged meanwhile")
+                return seen
+            await asyncio.sleep(0.05)
+        self.failures.append(f"the reload did not end within {self.plan.recovery:.0f} s")
+        return None
+
+    async def _idle_kills(self) -> None:
+        """After the load: one worker and the projector killed on the idle server, for the idle figures."""
+        for kind in ("worker", "projector"):
+            await asyncio.sleep(1.0)
+            async with self.lock:
+                await self._kill_supervised(kind, under_load=False)
+            self.done[f"idle-{kind}"] += 1
+        await asyncio.sleep(1.0)
+
+    def _restarts_counted(self) -> dict[str, float]:
+        """The parent's ``uno_audit_process_restarts_total`` by kind, scraped."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            text = reply.read().decode()
+        return {
+            sample.labels["kind"]: sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "uno_audit_process_restarts_total"
+        }
 
     async def _commands_flow(self) -> float | None:
         """When the bots next get a command acknowledged (``None``: not within the recovery time)."""
@@ -682,6 +837,9 @@ class Chaos:
     async def _check(self) -> dict[str, Any]:
         owner = self.postgres.url()
         await self._caught_up(owner)
+        supervised: dict[str, Any] = {}
+        if self.plan.workers >= 2:
+            supervised = await self._supervised_figures()
         async with self.lock:  # nothing may write while the read models are compared with a rebuild
             await asyncio.to_thread(self.serve.stop)
             await asyncio.to_thread(self.projector.stop)
@@ -713,8 +871,11 @@ class Chaos:
             "read_model_differences": len(differences),
             "unexpected_exits": self.unexpected_exits,
             "games_broken_off": len(journal.broken_off),
+            **supervised,
         }
         expected_faults = Counter(self.plan.faults())
+        if self.plan.workers >= 2:
+            expected_faults.update(["idle-worker", "idle-projector"])
         if self.done != expected_faults:
             self.failures.append(f"faults made {dict(self.done)}, planned {dict(expected_faults)}")
         self.failures += ledger["problems"]
@@ -729,6 +890,37 @@ class Chaos:
         if not journal.acknowledged:
             self.failures.append("no command was acknowledged")
         return figures
+
+    async def _supervised_figures(self) -> dict[str, Any]:
+        """The figures of a supervised ``serve --workers``: replacement times, commands acknowledged while
+        a process was down, the restarts the parent counted (checked against the kills), the spread."""
+        counted = await asyncio.to_thread(self._restarts_counted)
+        self._supervised_pids()
+        killed = {kind: self.since_start[kind] for kind in ("worker", "projector")}
+        if {kind: int(counted.get(kind, 0)) for kind in killed} != killed:
+            self.failures.append(f"the parent counted restarts {counted}, the run killed {killed}")
+
+        def seconds(kind: str, under_load: bool, backoff: bool = False) -> list[float]:
+            return [
+                round(waited if backoff else s, 2)
+                for k, s, _, load, waited in self.replacements
+                if k == kind and load == under_load
+            ]
+
+        return {
+            "worker_kills": self.done["worker"],
+            "replacement_s_under_load": {k: seconds(k, True) for k in ("worker", "projector")},
+            "replacement_s_idle": {k: seconds(k, False) for k in ("worker", "projector")},
+            "of_which_backoff_s": {
+                k: seconds(k, True, True) + seconds(k, False, True) for k in ("worker", "projector")
+            },
+            "acknowledged_while_down": [moved for _, _, moved, load, _ in self.replacements if load],
+            "restarts_counted": {k: int(v) for k, v in sorted(counted.items())},
+            "commands_by_worker": dict(sorted(self.by_worker.items())),
+            "reloads": self.done["reload"],
+            "reload_s": [round(seconds, 2) for seconds, _ in self.reloads],
+            "acknowledged_while_reloading": [moved for _, moved in self.reloads],
+        }
 
     async def _caught_up(self, owner: str) -> None:
         """Wait until the projector has applied every event (after the last fault, it is running)."""
@@ -899,10 +1091,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--recovery", type=float, default=90.0, help="seconds a fault may take to heal")
+    parser.add_argument(
+        "--workers", type=int, default=0, help="2 or more: one supervised serve --workers N (see above)"
+    )
+    parser.add_argument("--worker-kills", type=int, default=0, help="kill -9 of one worker, with --workers")
+    parser.add_argument("--reloads", type=int, default=0, help="SIGHUP to serve, with --workers")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--keep", action="store_true", help="keep the folder with the processes' logs")
     args = parser.parse_args(argv)
-    if min(args.kills, args.projector_kills, args.restarts) < 0 or args.concurrency < 1 or args.seconds <= 0:
+    if (args.worker_kills or args.reloads) and args.workers < 2:
+        parser.error("--worker-kills and --reloads go with --workers 2 or more")
+    if (
+        min(args.kills, args.projector_kills, args.restarts, args.worker_kills, args.reloads) < 0
+        or args.concurrency < 1
+        or args.seconds <= 0
+    ):
         parser.error("counts must not be negative, --concurrency and --seconds must be positive")
     plan = Plan(
         seconds=args.seconds,
@@ -913,6 +1116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         concurrency=args.concurrency,
         seed=args.seed,
         recovery=args.recovery,
+        workers=args.workers,
+        worker_kills=args.worker_kills,
+        reloads=args.reloads,
     )
     try:
         report = asyncio.run(run_chaos(plan, keep=args.keep))

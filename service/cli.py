@@ -33,11 +33,13 @@
   ``--metrics-listen HOST:PORT`` serves Prometheus metrics over HTTP; ``--tls-cert`` and ``--tls-key``
   make the gRPC port TLS only, ``--tls-client-ca`` mutual TLS.
   ``--workers N`` runs N server processes on the one port (default: one per core; 1 with
-  ``--metrics-listen``, which refuses more), see :mod:`service.api.workers`.
+  ``--metrics-listen``), supervised and restarted when they crash, see :mod:`service.api.workers`.
   Its logs are JSON lines (``--log-format console`` for a person) at ``--log-level`` (default info).
   Every option may come from the environment instead (below).
 * ``uno-audit migrate [--database-url OWNER_DSN | --data-dir DIR] [--service-password-file PATH]``: the
   store's and the read models' migrations, as the owner, and the service's login ``uno_audit_service``.
+* ``uno-audit clients add NAME | list | revoke NAME [--database-url OWNER_DSN | --data-dir DIR]``: client
+  applications' keys (:mod:`service.cli_clients`); ``add`` shows the key once.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C [--option NAME=VALUE]``:
   bots play complete games as gRPC clients of a running server, created with those rule options (the
   house rules among them, as for ``simulate``; repeatable); ``--tls-ca`` (and ``--tls-cert``/``--tls-key``
@@ -80,7 +82,8 @@ when it is a terminal: piped or logged, it gets nothing but errors.
 
 Bad input (an unknown variant, option, card or game, a malformed record line, a request the auditor
 refuses) gets a one-line message on standard error naming what and where, and exit status 2 — never a
-traceback.
+traceback. Ctrl-C ends any command with one line, ``uno-audit COMMAND: interrupted``, and exit status 130
+(``bots`` prints its summary so far first, marked ``"partial": true``; ``serve`` stops gracefully first).
 """
 
 from __future__ import annotations
@@ -94,26 +97,29 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVarTuple, Unpack
 
 from projections import VIEW_NAMES
-from service import cli_audit, cli_checkpoints
+from service import cli_audit, cli_checkpoints, cli_clients
 from service.audit.export import RecordMode, record_from_game
 from service.audit.record import write_record
 from service.audit.render import render
 from service.audit.verify import verify_record
 from service.checkpoints import KEY_ENV
 from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, progress_bar
+from service.embedded import EmbeddedError
 from service.play.simulate import STALL_REPEATS, InvariantError, house_rule_combinations, play_game
 from service.rules.options import OptionError, Variant, make_options
 from service.store.migrate import SERVICE_LOGIN
 
 if TYPE_CHECKING:  # the command line imports gRPC only in the commands that use it
+    from service.api.access import Access
     from service.api.tls import ServerTLS
     from service.checkpoints.keyring import Keyring
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
 MAX_ID = 128  # the longest game or tournament id the service takes
 MAX_SEAT = 9  # ten players at most
 ADMIN_TOKEN_ENV = "UNO_AUDIT_ADMIN_TOKEN"
@@ -125,6 +131,7 @@ SERVE_ENVIRONMENT = {"database_url": "DATABASE_URL"}
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+_Ts = TypeVarTuple("_Ts")  # a signal handler's arguments
 _FROM_ENVIRONMENT = object()
 """What a parser first puts in place of an option that has a variable set, so that it can tell after
 parsing whether the command line gave the option (then the flag wins) or not (then the variable does)."""
@@ -409,11 +416,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics over HTTP here (GET /metrics); none: no metrics endpoint",
     )
     serve.add_argument(
+        "--allow-anonymous",
+        action="store_true",
+        help="let callers without a client key create games on a non-loopback address (on 127.0.0.1 "
+        "and ::1 they may anyway); see `uno-audit clients`",
+    )
+    for quota, default, text in (
+        ("creations-per-minute", 60, "games a client may create per minute"),
+        ("live-games", 200, "games of a client's in progress at once"),
+        ("streams", 200, "WatchGame streams a client's callers (its games' seats) hold open at once"),
+        ("spectators-per-game", 50, "WatchGame streams of spectators one game has open at once"),
+    ):
+        serve.add_argument(
+            f"--quota-{quota}",
+            type=_bounded(1, 1_000_000),
+            default=default,
+            metavar="N",
+            help=f"{text}; the callers without a key count as one client",
+        )
+    serve.add_argument(
         "--workers",
         type=_bounded(1, 256),
         metavar="N",
         help="server processes sharing the port (SO_REUSEPORT), each with its own database pool and cache; "
-        "none: the number of cores, or 1 with --metrics-listen (which cannot go with more)",
+        "none: the number of cores, or 1 with --metrics-listen",
     )
     serve.add_argument(
         "--tls-cert",
@@ -448,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _stored_games_database(migrate)
     _service_password_option(migrate)
+    cli_clients.add_parser(commands, _stored_games_database)
 
     for name, text in (
         ("project", "keep the read models current (the projector)"),
@@ -644,14 +671,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every command's first connection gives up on a database that does not answer after this many
     # seconds (libpq reads it; serve's --database-timeout sets its own), instead of waiting for TCP.
     os.environ.setdefault("PGCONNECT_TIMEOUT", "10")
+    command = "uno-audit"
     try:
-        code = _dispatch(build_parser().parse_args(argv))
+        args = build_parser().parse_args(argv)
+        command = f"uno-audit {args.command}"
+        code = _dispatch(args)
         sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
     except BrokenPipeError:
         # Python would complain again while flushing at exit: point stdout at nothing first.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_INVALID
+    except KeyboardInterrupt:
+        return _interrupted(command)
+    except EmbeddedError as error:  # raised before any command's own error handling starts
+        print(f"{command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
     return code
+
+
+def _interrupted(command: str) -> int:
+    """Ctrl-C (SIGINT): one line and exit status 130 (128 + SIGINT, as a shell reports a process the
+    signal ended), whatever the command was doing; the commands' ``finally`` blocks have run by now."""
+    import signal
+
+    # A second Ctrl-C while exiting (a library's clean-up at exit) ends the process at once and quietly,
+    # rather than with a traceback from inside that clean-up.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        sys.stdout.flush()  # what was printed before (bots' partial summary) goes first
+    except OSError:  # a reader gone (| head): Python would complain while flushing at exit, as above
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    print(f"{command}: interrupted", file=sys.stderr, flush=True)
+    return EXIT_INTERRUPTED
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -663,10 +714,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _bots(args)
     if args.command == "health":
         return _health(args)
-    if args.command in ("migrate", "project", "rebuild"):
-        return _on_database(
-            args, {"migrate": _migrate, "project": _project, "rebuild": _rebuild}[args.command]
-        )
+    if args.command in ("migrate", "project", "rebuild", "clients"):
+        run = {"migrate": _migrate, "project": _project, "rebuild": _rebuild, "clients": cli_clients.run}
+        return _on_database(args, run[args.command])
     if args.command == "adjudicate":
         return cli_audit.adjudicate(args)
     if args.command == "export":
@@ -754,7 +804,8 @@ def _project(args: argparse.Namespace) -> int:
         await run_projector(args.database_url, stop=stop)
 
     try:  # once it runs, the projector rides out outages itself; a start that fails is one line
-        asyncio.run(run())
+        if _stopped_by_sigint(run()):
+            raise KeyboardInterrupt  # stopped cleanly all the same: main() says so, exit 130
     except (psycopg.Error, StoreError) as error:
         print(f"uno-audit project: database: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
@@ -838,6 +889,32 @@ def _admin_token(args: argparse.Namespace) -> str | None:
     return token
 
 
+def _stopped_by_sigint(main: Coroutine[Any, Any, None]) -> bool:
+    """Run ``main`` as ``asyncio.run`` does; whether it stopped for a SIGINT that a handler of its own
+    (``loop.add_signal_handler``: ``serve``'s and ``project``'s graceful stop) caught.
+
+    Those handlers stop the service gently, and Ctrl-C then ends the command as it ends every other one
+    (exit 130); SIGTERM, a supervisor's stop, still ends it with 0. The loop notes which signal came,
+    so that the servers' own code need not report it."""
+    import signal
+
+    received: set[int] = set()
+
+    class _Noting(asyncio.SelectorEventLoop):
+        def add_signal_handler(
+            self, sig: int, callback: Callable[[Unpack[_Ts]], object], *args: *_Ts
+        ) -> None:
+            def noted(*given: *_Ts) -> None:
+                received.add(sig)
+                callback(*given)
+
+            super().add_signal_handler(sig, noted, *args)
+
+    with asyncio.Runner(loop_factory=_Noting) as runner:
+        runner.run(main)
+    return signal.SIGINT in received
+
+
 def _migrate(args: argparse.Namespace) -> int:
     import psycopg
 
@@ -902,13 +979,18 @@ def _serve(args: argparse.Namespace) -> int:
         if service_url is None:
             # The quick start: the embedded server's superuser migrates, the service logs in as its own
             # role over the same socket (the embedded server trusts local connections).
-            migrate_url, embedded = embedded_database(args.data_dir)
+            migrate_url, embedded = embedded_database(
+                args.data_dir,
+                lambda folder: log.info("first start: creating the database", data_dir=str(folder)),
+            )
             log.info("embedded database started", data_dir=str(args.data_dir))
             service_url = make_conninfo(migrate_url, user=SERVICE_LOGIN)
         # After the embedded database: the default key file is in its folder, which initdb wants empty.
         keyring = _keyring(args)
         log.info("signing receipts", key=keyring.signer.verifier.encode(), published=len(keyring.published))
-        asyncio.run(_run_service(args, service_url, migrate_url, password, token, tls, keyring, workers))
+        service = _run_service(args, service_url, migrate_url, password, token, tls, keyring, workers)
+        if _stopped_by_sigint(service):
+            raise KeyboardInterrupt  # stopped gracefully all the same: main() says so, exit 130
     except (_Refused, StoreError, ListenError, TLSError) as refused:
         print(f"uno-audit serve: {refused}", file=sys.stderr)
         return EXIT_USAGE
@@ -969,18 +1051,28 @@ async def _run_service(
         workers=workers,
         log_format=args.log_format,
         log_level=args.log_level,
+        access=_access(args),
+        reload_keyring=lambda: _keyring(args),  # SIGHUP, with --workers: the key file read again
     )
 
 
+def _access(args: argparse.Namespace) -> Access:
+    """Who may create games (a client key, beyond loopback, unless ``--allow-anonymous``) and the quotas."""
+    from service.api.access import Access, Quotas, is_loopback
+
+    quotas = Quotas(
+        creations_per_minute=args.quota_creations_per_minute,
+        live_games=args.quota_live_games,
+        streams=args.quota_streams,
+        spectators_per_game=args.quota_spectators_per_game,
+    )
+    return Access(require_key=not (args.allow_anonymous or is_loopback(args.listen)), quotas=quotas)
+
+
 def _workers(args: argparse.Namespace) -> int:
-    """``--workers``, else one per core this process may run on; with ``--metrics-listen``, 1: each
-    process has its own metrics, and one endpoint would show one worker's as the server's."""
-    if args.metrics_listen is not None:
-        if args.workers is not None and args.workers > 1:
-            raise _Refused(
-                "--metrics-listen serves one process's metrics and cannot go with --workers above 1 "
-                "(run several single-worker servers instead, each scraped)"
-            )
+    """``--workers``, else one per core this process may run on; with ``--metrics-listen``, 1 unless
+    asked (its deployments size a pod by one process: a node's cores are not the pod's)."""
+    if args.metrics_listen is not None and args.workers is None:
         return 1
     if args.workers is not None:
         return int(args.workers)
@@ -1043,9 +1135,10 @@ def _bots(args: argparse.Namespace) -> int:
     except OSError as error:
         print(f"uno-audit bots: cannot write {args.receipts}: {error.strerror or error}", file=sys.stderr)
         return EXIT_USAGE
+    summary = LoadSummary()
     try:
         with bar, kept:
-            summary = asyncio.run(
+            asyncio.run(
                 run_bots(
                     args.server,
                     games=args.games,
@@ -1059,11 +1152,17 @@ def _bots(args: argparse.Namespace) -> int:
                     progress=progress,
                     credentials=credentials,
                     keep=keep,
+                    summary=summary,
                 )
             )
     except grpc.aio.AioRpcError as error:
         print(f"uno-audit bots: {error.code().name}: {error.details()}", file=sys.stderr)
         return EXIT_INVALID
+    except KeyboardInterrupt:
+        # What was done before Ctrl-C, marked partial (games in flight are not counted); main() then
+        # says "interrupted" on standard error.
+        print(json.dumps({**summary.to_json(), "partial": True}), flush=True)
+        raise
     print(json.dumps(summary.to_json()))
     return EXIT_OK if summary.rejected == 0 else EXIT_INVALID
 

@@ -18,8 +18,9 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -72,17 +73,27 @@ CONFLICTS = Counter(
 
 # --- read models and verification ---------------------------------------------------------------------------
 
+# Each worker of ``serve --workers`` reads the same figures from the database: in multiprocess mode the
+# endpoint shows the largest a live worker last read (``livemax``); one process ignores the mode.
 PROJECTION_LAG_EVENTS = Gauge(
-    "uno_audit_projection_lag_events", "Events in the log the read models do not reflect yet."
+    "uno_audit_projection_lag_events",
+    "Events in the log the read models do not reflect yet.",
+    multiprocess_mode="livemax",
 )
 PROJECTION_LAG_SECONDS = Gauge(
-    "uno_audit_projection_lag_seconds", "How long the oldest event the read models miss has been stored."
+    "uno_audit_projection_lag_seconds",
+    "How long the oldest event the read models miss has been stored.",
+    multiprocess_mode="livemax",
 )
 QUARANTINED = Gauge(
-    "uno_audit_projection_quarantined_games", "Games the read models set aside until a rebuild."
+    "uno_audit_projection_quarantined_games",
+    "Games the read models set aside until a rebuild.",
+    multiprocess_mode="livemax",
 )
 PROJECTOR_FAILING = Gauge(
-    "uno_audit_projector_failing", "1 while the projector fails to make progress, else 0."
+    "uno_audit_projector_failing",
+    "1 while the projector fails to make progress, else 0.",
+    multiprocess_mode="livemax",
 )
 VERIFICATIONS = Counter(
     "uno_audit_verifications_total",
@@ -241,3 +252,89 @@ def watch(server: Watched) -> None:
 def unwatch(server: Watched) -> None:
     """Stop exporting ``server``'s live figures (it stopped)."""
     _LIVE.remove(server)
+
+
+# --- ``serve --workers N``: the supervisor's own figures, and every worker's through its files ------------
+
+#: Not on the default registry: only the supervising parent of ``serve --workers`` counts restarts.
+RESTARTS = Counter(
+    "uno_audit_process_restarts_total",
+    "Processes of serve --workers that exited on their own and were started again, by kind (worker, "
+    "projector).",
+    ("kind",),
+    registry=None,
+)
+CRASH_LOOP = Gauge(
+    "uno_audit_crash_loop",
+    "1 while processes of this kind restart in a loop (service.api.workers.CRASH_LOOP_RESTARTS within "
+    "CRASH_LOOP_SECONDS), else 0.",
+    ("kind",),
+    registry=None,
+)
+for _kind in ("worker", "projector"):  # both series from the start: a rate needs the zero before
+    RESTARTS.labels(_kind)
+    CRASH_LOOP.labels(_kind).set(0)
+
+
+def restarted(kind: str) -> None:
+    """The supervisor restarted a process of ``kind``."""
+    RESTARTS.labels(kind).inc()
+
+
+def crash_loop(kind: str, looping: bool) -> None:
+    CRASH_LOOP.labels(kind).set(1 if looping else 0)
+
+
+def supervisor_registry(folder: str) -> CollectorRegistry:
+    """What the parent of ``serve --workers`` serves: every worker's metrics from their files in
+    ``folder`` (counters summed over live and dead workers, so they never go back), and its own."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=folder)  # type: ignore[no-untyped-call]
+    registry.register(RESTARTS)
+    registry.register(CRASH_LOOP)
+    return registry
+
+
+class _Mirror:
+    """A worker's live figures as multiprocess metrics (the files are all the parent reads): gauges
+    summed over live workers, counters moved by what the pool counted since the last copy."""
+
+    def __init__(self) -> None:
+        self.streams = Gauge(
+            "uno_audit_watch_streams_open",
+            "WatchGame streams open now.",
+            registry=None,
+            multiprocess_mode="livesum",
+        )
+        self.gauges = {
+            key: Gauge(name, text, registry=None, multiprocess_mode="livesum")
+            for name, key, text in _POOL_GAUGES
+        }
+        self.counters = {
+            key: (Counter(name, text, registry=None), divisor) for name, key, text, divisor in _POOL_COUNTERS
+        }
+        self.seen: dict[str, float] = {}
+
+    def copy(self) -> None:
+        servers = _LIVE._servers
+        self.streams.set(sum(s.open_streams() for s in servers))
+        stats = [s.pool_stats() for s in servers]
+        for key, gauge in self.gauges.items():
+            gauge.set(sum(found.get(key, 0) for found in stats))
+        for key, (counter, divisor) in self.counters.items():
+            total = sum(found.get(key, 0) for found in stats) / divisor
+            moved = total - self.seen.get(key, 0.0)
+            if moved > 0:
+                counter.inc(moved)
+                self.seen[key] = total
+
+
+_mirror: _Mirror | None = None
+
+
+def mirror_live() -> None:
+    """Copy the watched servers' live figures to this process's metric files (multiprocess mode)."""
+    global _mirror
+    if _mirror is None:
+        _mirror = _Mirror()
+    _mirror.copy()

@@ -19,6 +19,7 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,7 @@ from service.checkpoints.keyring import Keyring
 from service.store import EventStore
 from service.store.store import DEFAULT_TIMEOUT
 
+from .access import Access
 from .audit_servicer import AuditService
 from .auth import token_hash
 from .callers import Callers
@@ -55,7 +57,7 @@ from .checkpoint_servicer import CheckpointService
 from .errors import ErrorStatuses
 from .handler import CommandHandler
 from .metrics import CallMetrics, Exporter, start_exporter
-from .notify import MAX_STREAMS, MAX_STREAMS_PER_CALLER, Notifier
+from .notify import MAX_STREAMS, Notifier
 from .reflection import enable_reflection
 from .servicer import GameService
 from .tls import ServerTLS
@@ -146,6 +148,19 @@ class _WorkerField:
 
 
 PROJECTIONS_SERVICE = "uno.audit.v1.Projections"
+#: ``serve --workers``: NOT_SERVING while a process of the server is in a crash loop (restarted again and
+#: again, :mod:`service.api.workers`); the workers that answer still serve commands.
+SUPERVISION_SERVICE = "uno.audit.v1.Supervision"
+
+
+async def supervision_health(health: Any, *, crash_loop: bool) -> None:
+    """Report the supervisor's crash-loop state in ``health``."""
+    status = (
+        health_pb2.HealthCheckResponse.NOT_SERVING if crash_loop else health_pb2.HealthCheckResponse.SERVING
+    )
+    await health.set(SUPERVISION_SERVICE, status)
+
+
 #: The read models report NOT_SERVING in the health service while they are further behind than this.
 PROJECTION_LAG_LIMIT_SECONDS = 5.0
 
@@ -228,22 +243,26 @@ async def start_server(
     projector: bool = True,
     database_timeout: float = DEFAULT_TIMEOUT,
     max_streams: int = MAX_STREAMS,
-    max_streams_per_caller: int = MAX_STREAMS_PER_CALLER,
+    access: Access | None = None,
     metrics_listen: str | None = None,
     tls: ServerTLS | None = None,
     keyring: Keyring | None = None,
     reuse_port: bool = False,
+    bound: Callable[[], Awaitable[None]] | None = None,
 ) -> RunningServer:
     """Open the store (migrating it and the read models), and start serving on ``listen`` (``host:port``;
     port 0 picks one). With ``projector``, the read models are kept up to date in the background.
-    ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`). ``max_streams`` and
-    ``max_streams_per_caller`` bound the open ``WatchGame`` streams (:class:`Notifier`).
+    ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`). ``max_streams`` bounds
+    the open ``WatchGame`` streams in all (:class:`Notifier`); ``access`` says whether creating needs a
+    client key and what each client's quotas are (default: keyless, the default quotas).
     ``metrics_listen`` (``host:port``) serves the Prometheus metrics (:mod:`service.metrics`) over HTTP;
     ``tls`` makes the gRPC port TLS only (mutual TLS with a client CA). ``keyring`` signs the receipts
     and checkpoints (:mod:`service.checkpoints`); without one, a key made for this server alone signs
     them, which nobody can check after it stops: ``serve`` always passes one. ``reuse_port`` shares the
     port with the other workers of ``serve --workers N`` (SO_REUSEPORT): only they may ask for it, after
-    ``serve`` has made sure that no other server holds the port (:func:`service.api.workers.probe_listen`)."""
+    ``serve`` has made sure that no other server holds the port (:func:`service.api.workers.probe_listen`).
+    ``bound`` is awaited once the port is bound (listening) and before the server accepts: the workers
+    of ``serve`` all bind before any accepts, so that the kernel spreads connections over all of them."""
     keyring = keyring or Keyring(Signer.generate(EPHEMERAL_NAME))
     store = await EventStore.open(database_url, max_size=pool_size, timeout=database_timeout)
     try:
@@ -253,7 +272,8 @@ async def start_server(
         await store.close()
         raise
     handler = CommandHandler(store)
-    notifier = Notifier(store, max_streams=max_streams, max_streams_per_caller=max_streams_per_caller)
+    access = access or Access()
+    notifier = Notifier(store, max_streams=max_streams, quotas=access.quotas)
     notifier.start()
     server = grpc.aio.server(
         # CallMetrics outermost: it sees the status ErrorStatuses made of what a servicer raised.
@@ -267,7 +287,7 @@ async def start_server(
             ("grpc.so_reuseport", 1 if reuse_port else 0),
         ],
     )
-    callers = Callers(store, token_hash(admin_token) if admin_token else None)
+    callers = Callers(store, token_hash(admin_token) if admin_token else None, access)
     game_pb2_grpc.add_GameServiceServicer_to_server(  # type: ignore[no-untyped-call]
         GameService(store, handler, notifier, callers, keyring), server
     )
@@ -303,6 +323,8 @@ async def start_server(
         await store.close()
         where = listen if isinstance(error, RuntimeError) else metrics_listen
         raise ListenError(f"cannot listen on {where}: the address is in use or cannot be bound") from None
+    if bound is not None:
+        await bound()
     await server.start()
     for name in ("", SERVICE_NAME, AUDIT_SERVICE_NAME, CHECKPOINT_SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -332,18 +354,18 @@ async def serve(
     workers: int = 1,
     log_format: str = "json",
     log_level: str = "info",
+    access: Access | None = None,
+    reload_keyring: Callable[[], Keyring] | None = None,
 ) -> None:
-    """Run until SIGTERM or SIGINT, then stop gracefully.
+    """Run until SIGTERM or SIGINT, then stop gracefully (``access``: see :func:`start_server`).
 
     ``workers`` above 1 runs that many server processes on the one port instead of serving in this
     process (:func:`service.api.workers.serve_workers`), each logging as ``log_format`` at ``log_level``;
-    the projector (with ``projector``) runs in a process of its own beside them."""
+    the projector (with ``projector``) runs in a process of its own beside them; SIGHUP replaces them one
+    by one, signing with ``reload_keyring()`` (the key file read again)."""
     configure_logging()
     if workers > 1:
         from .workers import serve_workers
-
-        if metrics_listen is not None:  # each process has its own registry: one scrape would see one
-            raise ValueError("metrics_listen serves one process's metrics: give it workers=1")
 
         await serve_workers(
             workers,
@@ -356,6 +378,9 @@ async def serve(
             keyring=keyring or Keyring(Signer.generate(EPHEMERAL_NAME)),
             log_format=log_format,
             log_level=log_level,
+            metrics_listen=metrics_listen,
+            reload_keyring=reload_keyring,
+            access=access,
         )
         return
     log = structlog.get_logger("uno_audit.server")
@@ -368,6 +393,7 @@ async def serve(
         metrics_listen=metrics_listen,
         tls=tls,
         keyring=keyring,
+        access=access,
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

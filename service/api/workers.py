@@ -1,34 +1,13 @@
-"""Several server processes on one port: ``uno-audit serve --workers N``.
+"""``uno-audit serve --workers N``: N server processes (each a whole :func:`start_server`) and the
+projector's process on one port, as fresh interpreters given their plan on standard input, supervised.
 
-One server process decides and appends commands on one core at most (one event loop, one GIL), so on a
-machine with more cores ``serve`` runs N of them. Each worker is a whole server (:func:`start_server`):
-its own pool of database connections, its own state cache, its own LISTEN for ``WatchGame``. Nothing is
-shared between them but the database, and nothing needs to be: a command decided on a state another
-worker has since moved on is refused by the store's version check and decided again on the fresh state
-(:mod:`service.runner`), exactly as it is between two replicas of the service. The projector runs in a
-process of its own beside them (one at a time works anyway; one is enough): a batch folds and writes
-for milliseconds, and in a serving worker every command arriving meanwhile would wait for it.
-
-The kernel shares the port between the workers (``SO_REUSEPORT``) and hands each new *connection* to one
-of them; a connection stays with its worker, so a client with one channel talks to one worker, and many
-clients spread over all of them.
-
-``SO_REUSEPORT`` lets any process of the same user bind the port as well, which is exactly what the
-single-process server refuses (``grpc.so_reuseport`` 0 in :func:`start_server`): a second ``serve`` on a
-taken port must fail, not answer every other call. So the parent first binds the address itself with a
-plain socket that does *not* ask for ``SO_REUSEPORT`` (:func:`probe_listen`): that bind fails if anything
-listens there, a single-process server or another ``serve --workers N`` alike, and ``serve`` exits 2.
-
-The parent does the start-up checks, starts the embedded database if there is one (see
-``service.cli._serve``: the workers log in to it, it is stopped after them), then starts the workers as
-fresh interpreters (not forks: gRPC's core does not survive a fork) and hands each its plan on its
-standard input — the admin token and the signing key included, so that neither reaches a command line
-or the environment. It reports ``serving`` once every worker serves. SIGTERM or SIGINT is passed on as
-SIGTERM: each worker stops gracefully (in-flight commands finish), then the parent stops. A worker that
-exits on its own takes the others down with it (exit 1), for the supervisor to restart the whole: a
-half-staffed port would look healthy while serving less. Workers die with the parent, even a parent
-killed with SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``; elsewhere a thread that watches the parent), so
-that a restarted ``serve`` finds its port free.
+The parent probes the port without ``SO_REUSEPORT`` (:func:`probe_listen`: taken, exit 2) and has every
+worker bind before any accepts, so the kernel spreads connections over all. A process that exits is
+started again in its place after :func:`backoff` (a worker binds beside the others, which keep serving);
+:data:`CRASH_LOOP_RESTARTS` within :data:`CRASH_LOOP_SECONDS` is a crash loop: health
+``uno.audit.v1.Supervision`` NOT_SERVING, metric ``uno_audit_crash_loop``. SIGHUP replaces them one by one
+(new code, the key file read again); SIGTERM stops all gracefully; they die with the parent
+(``PR_SET_PDEATHSIG``). The parent serves every worker's metrics (prometheus_client multiprocess mode).
 """
 
 from __future__ import annotations
@@ -40,22 +19,30 @@ import errno
 import json
 import os
 import pickle
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
-from dataclasses import dataclass
-from typing import IO
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
 
 import structlog
+from prometheus_client import multiprocess, start_http_server
 
 from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import run_projector
+from service import metrics
 from service.checkpoints.keyring import Keyring
 from service.checkpoints.keys import Signer, Verifier
 
-from .server import GRACE_SECONDS, ListenError, configure_logging, start_server
+from .access import Access
+from .metrics import Exporter
+from .server import GRACE_SECONDS, ListenError, configure_logging, start_server, supervision_health
 from .tls import ServerTLS
 
 #: What a worker process runs: a fresh interpreter, reading its :class:`WorkerPlan` from standard input.
@@ -67,6 +54,18 @@ PROBE_RETRY_SECONDS = 1.0
 #: How long the parent waits for the workers to stop after SIGTERM before it kills them.
 STOP_SECONDS = GRACE_SECONDS + 5.0
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+#: This many restarts of one process within :data:`CRASH_LOOP_SECONDS` is a crash loop.
+CRASH_LOOP_RESTARTS = 5
+CRASH_LOOP_SECONDS = 60.0
+#: The wait before a second restart within the window; it doubles with each further one, up to the max.
+BACKOFF_FIRST_SECONDS = 0.5
+BACKOFF_MAX_SECONDS = 30.0
+#: prometheus_client's multiprocess mode: each worker writes its metrics to files in this folder.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: How often a worker copies its live figures (streams, pool) to its metric files in that mode.
+MIRROR_SECONDS = 1.0
+#: The metric files' folder's name starts so, then the parent's pid (see :func:`_sweep_metric_folders`).
+METRICS_FOLDER = "uno-audit-metrics-"
 
 
 class WorkerError(Exception):
@@ -95,6 +94,10 @@ class WorkerPlan:
     older: tuple[str, ...]
     log_format: str
     log_level: str
+    #: Who may create games, and the quotas (the same for every worker).
+    access: Access = field(default_factory=Access)
+    #: Bind, say so, and accept only once the parent says "go" (the first start: all bind first).
+    hold: bool = False
 
 
 # --- the parent -------------------------------------------------------------------------------------------
@@ -153,24 +156,69 @@ class _Worker:
     status: asyncio.StreamReader
 
 
-async def _spawn(plan: WorkerPlan, reader_fd: int) -> _Worker:
+@dataclass(slots=True)
+class _Slot:
+    """One place the parent keeps filled: a server worker or the projector, and its recent restarts."""
+
+    plan: WorkerPlan
+    worker: _Worker | None = None
+    restarts: list[float] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "worker" if self.plan.serves else "projector"
+
+    def recent(self, now: float) -> int:
+        """Restarts within the crash-loop window before ``now``."""
+        self.restarts = [when for when in self.restarts if now - when < CRASH_LOOP_SECONDS]
+        return len(self.restarts)
+
+
+def backoff(recent: int) -> float:
+    """Seconds to wait before a restart, after ``recent`` others within the window: none for the first
+    (a lone crash is replaced at once), then 0.5 s doubling up to :data:`BACKOFF_MAX_SECONDS`."""
+    return 0.0 if recent == 0 else min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2 ** (recent - 1))
+
+
+async def _spawn(plan: WorkerPlan, env: dict[str, str] | None) -> _Worker:
     """Start the worker of ``plan`` (from the main thread: the death signal follows the thread that made
-    the child), hand it its plan, and return it with the reader of its status pipe."""
+    the child), hand it its plan, and return it with the reader of its status pipe. Its standard input
+    stays open: the parent's later word (:func:`_tell`) goes there."""
     loop = asyncio.get_running_loop()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WORKER_CODE, stdin=asyncio.subprocess.PIPE, pass_fds=(plan.status_fd,)
-    )
-    os.close(plan.status_fd)  # the worker's end: an EOF on ours then means the worker is gone
+    reader_fd, writer_fd = os.pipe()
+    plan = replace(plan, status_fd=writer_fd)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", WORKER_CODE, stdin=asyncio.subprocess.PIPE, pass_fds=(writer_fd,), env=env
+        )
+    finally:
+        os.close(writer_fd)  # the worker's end: an EOF on ours then means the worker is gone
     assert process.stdin is not None
     process.stdin.write(pickle.dumps(plan))
     with contextlib.suppress(ConnectionError):  # a worker that died at once: its status says so
         await process.stdin.drain()
-    process.stdin.close()
     status = asyncio.StreamReader()
     await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(status), os.fdopen(reader_fd, "rb", buffering=0)
     )
     return _Worker(plan.index, process, status)
+
+
+def _sweep_metric_folders() -> None:
+    """Remove the metric folders of ``serve`` parents that are gone (killed: nobody removed them)."""
+    for found in Path(tempfile.gettempdir()).glob(f"{METRICS_FOLDER}*-*"):
+        pid = found.name.removeprefix(METRICS_FOLDER).partition("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and sys.platform.startswith("linux"):
+            shutil.rmtree(found, ignore_errors=True)
+
+
+def _tell(worker: _Worker, message: dict[str, object]) -> None:
+    """A line for the worker on its standard input ("go" to accept, the crash-loop state); a worker that
+    is gone hears nothing (its exit is seen on its own)."""
+    stdin = worker.process.stdin
+    if stdin is not None and not stdin.is_closing():
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            stdin.write(json.dumps(message).encode() + b"\n")
 
 
 async def serve_workers(
@@ -185,26 +233,48 @@ async def serve_workers(
     keyring: Keyring,
     log_format: str,
     log_level: str,
+    metrics_listen: str | None = None,
+    reload_keyring: Callable[[], Keyring] | None = None,
+    access: Access | None = None,
 ) -> None:
-    """Run ``workers`` server processes on ``listen`` until SIGTERM or SIGINT, then stop them gracefully.
+    """Run ``workers`` server processes on ``listen`` until SIGTERM or SIGINT, restarting any that exits
+    (see the module), then stop them gracefully. ``metrics_listen`` serves every worker's metrics;
+    ``access`` is each worker's (:func:`~service.api.server.start_server`).
+    SIGHUP replaces the processes one by one (:func:`_reload`), signing with ``reload_keyring()``.
 
     :class:`ListenError` if the address is taken or cannot be bound; :class:`WorkerError` if a worker
-    fails to start (its own message, its exit status) or exits on its own (the others are stopped)."""
+    fails to start the first time (its own message, its exit status)."""
     log = structlog.get_logger("uno_audit.server")
     loop = asyncio.get_running_loop()
-    stopping = asyncio.Event()
+    stopping, reloading = asyncio.Event(), asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
+    loop.add_signal_handler(signal.SIGHUP, reloading.set)
+    folder = None
+    if metrics_listen is not None:
+        _sweep_metric_folders()
+        folder = tempfile.mkdtemp(prefix=f"{METRICS_FOLDER}{os.getpid()}-")
+    env = None if folder is None else {**os.environ, MULTIPROC_ENV: folder}
+    exporter: Exporter | None = None
+    slots: list[_Slot] = []
+    retiring: list[_Worker] = []  # replaced by a reload, finishing their calls
     try:
         address = await asyncio.to_thread(probe_listen, listen)
-        running: list[_Worker] = []
+        if metrics_listen is not None and folder is not None:
+            try:
+                host, _, port = metrics_listen.rpartition(":")
+                registry = metrics.supervisor_registry(folder)
+                exporter = Exporter(*start_http_server(int(port), addr=host.strip("[]"), registry=registry))
+            except OSError:
+                raise ListenError(
+                    f"cannot listen on {metrics_listen}: the address is in use or cannot be bound"
+                ) from None
         try:
             for index in range(workers + projector):  # the servers, then the projector's process
-                reader_fd, writer_fd = os.pipe()
                 plan = WorkerPlan(
                     index=index,
                     parent=os.getpid(),
-                    status_fd=writer_fd,
+                    status_fd=-1,
                     listen=address,
                     database_url=database_url,
                     admin_token=admin_token,
@@ -215,77 +285,246 @@ async def serve_workers(
                     older=tuple(verifier.encode() for verifier in keyring.older),
                     log_format=log_format,
                     log_level=log_level,
+                    access=access or Access(),
+                    hold=True,
                 )
-                running.append(await _spawn(plan, reader_fd))
-            if not await _started(running, stopping):
+                slot = _Slot(plan)
+                slot.worker = await _spawn(plan, env)
+                slots.append(slot)
+            if not await _started(slots, stopping):
                 return
             log.info(
                 "serving",
                 address=address,
                 workers=workers,
-                pids=[worker.process.pid for worker in running],  # the projector's last, if it runs
-                projector=running[-1].process.pid if projector else None,
+                pids=[slot.worker.process.pid for slot in slots if slot.worker],  # the projector's last
+                projector=slots[-1].worker.process.pid if projector and slots[-1].worker else None,
                 admin=admin_token is not None,
                 tls="off" if tls is None else "mutual" if tls.client_ca is not None else "on",
-                metrics=None,
+                metrics=None if exporter is None else exporter.port,
             )
-            await _watch(running, stopping)
+            await _supervise(slots, stopping, env, folder, reloading, reload_keyring, retiring)
             log.info("stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
         finally:
-            await _stop(running)
+            await _stop([slot.worker for slot in slots if slot.worker is not None] + retiring)
         log.info("stopped")
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
+        if exporter is not None:
+            await asyncio.to_thread(exporter.stop)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-async def _started(running: list[_Worker], stopping: asyncio.Event) -> bool:
-    """Wait until every worker serves (True), or a stop is asked first (False); :class:`WorkerError` for a
-    worker that failed or died starting."""
-    pending: dict[asyncio.Future[object], _Worker] = {
-        asyncio.ensure_future(worker.status.readline()): worker for worker in running
-    }
-    stop: asyncio.Future[object] = asyncio.ensure_future(stopping.wait())
+async def _started(slots: list[_Slot], stopping: asyncio.Event) -> bool:
+    """Wait until every worker has bound (then tell them all to accept) and serves (True), or a stop is
+    asked first (False); :class:`WorkerError` for a worker that failed or died starting."""
+    running = [slot.worker for slot in slots if slot.worker is not None]
+    stop: asyncio.Future[Any] = asyncio.ensure_future(stopping.wait())
     try:
-        while pending:
-            done, _ = await asyncio.wait([*pending, stop], return_when=asyncio.FIRST_COMPLETED)
-            if stop in done:
-                return False
-            for task in done:
-                worker = pending.pop(task)
-                line = task.result()
-                if not isinstance(line, bytes) or not line:
-                    code = await worker.process.wait()
-                    raise WorkerError(f"worker {worker.index} exited while starting (status {code})", 1)
-                said = json.loads(line)
-                if "failed" in said:
-                    raise WorkerError(str(said["failed"]), int(said["exit"]))
+        for phase in ("bound", "serving"):
+            pending: dict[asyncio.Future[Any], _Worker] = {
+                asyncio.ensure_future(_said(worker, phase)): worker for worker in running
+            }
+            try:
+                while pending:
+                    done, _ = await asyncio.wait([*pending, stop], return_when=asyncio.FIRST_COMPLETED)
+                    if stop in done:
+                        return False
+                    for task in done:
+                        pending.pop(task)
+                        task.result()
+            finally:
+                for task in pending:
+                    task.cancel()
+            if phase == "bound":  # every socket is in the port's group: the kernel spreads over all
+                for worker in running:
+                    _tell(worker, {"go": True})
         return True
     finally:
         stop.cancel()
-        for task in pending:
-            task.cancel()
 
 
-async def _watch(running: list[_Worker], stopping: asyncio.Event) -> None:
-    """Wait for a stop; a worker that exits first is :class:`WorkerError` (the caller stops the rest)."""
-    exits = {asyncio.create_task(worker.process.wait()): worker for worker in running}
-    stop = asyncio.create_task(stopping.wait())
+async def _said(worker: _Worker, phase: str) -> None:
+    """Read the worker's status lines until it says ``phase``; :class:`WorkerError` if it fails first."""
+    while True:
+        line = await worker.status.readline()
+        if not line:
+            code = await worker.process.wait()
+            raise WorkerError(f"worker {worker.index} exited while starting (status {code})", 1)
+        said = json.loads(line)
+        if "failed" in said:
+            raise WorkerError(str(said["failed"]), int(said["exit"]))
+        if phase in said:
+            return
+
+
+async def _supervise(
+    slots: list[_Slot],
+    stopping: asyncio.Event,
+    env: dict[str, str] | None,
+    folder: str | None,
+    reloading: asyncio.Event,
+    reload_keyring: Callable[[], Keyring] | None,
+    retiring: list[_Worker],
+) -> None:
+    """Until a stop: restart each process that exits, in its place, after :func:`backoff`; keep the
+    crash-loop state current in every worker's health and in the metrics; reload when ``reloading``."""
+    log = structlog.get_logger("uno_audit.server")
+    restarting: dict[asyncio.Future[Any], _Slot] = {}
+    looping: set[str] = set()
+    reload: asyncio.Future[Any] | None = None
+
+    def announce() -> None:
+        now = time.monotonic()
+        kinds = {slot.kind for slot in slots if slot.recent(now) >= CRASH_LOOP_RESTARTS}
+        nonlocal looping
+        for kind in ("worker", "projector"):
+            metrics.crash_loop(kind, kind in kinds)
+        if kinds != looping:
+            (log.error if kinds else log.info)(
+                "crash loop" if kinds else "crash loop over", kinds=sorted(kinds)
+            )
+        looping = kinds
+        for slot in slots:
+            if slot.worker is not None and slot.plan.serves:
+                _tell(slot.worker, {"crash_loop": bool(kinds)})
+
+    async def restart(slot: _Slot, gone: _Worker) -> None:
+        now = time.monotonic()
+        delay = backoff(slot.recent(now))
+        slot.restarts.append(now)
+        metrics.restarted(slot.kind)
+        log.error(
+            "process exited on its own: restarting it",
+            kind=slot.kind,
+            worker=slot.plan.index,
+            pid=gone.process.pid,
+            status=gone.process.returncode,
+            backoff_seconds=delay,
+        )
+        announce()
+        await asyncio.sleep(delay)
+        plan = replace(slot.plan, hold=False)
+        worker = slot.worker = await _spawn(plan, env)
+        try:
+            await _said(worker, "serving")
+        except WorkerError as error:  # it exits too: seen below, restarted again with a longer wait
+            log.error("restarted process failed", kind=slot.kind, worker=slot.plan.index, error=str(error))
+            return
+        _tell(worker, {"crash_loop": bool(looping)})
+        log.info("process restarted", kind=slot.kind, worker=slot.plan.index, pid=worker.process.pid)
+
+    stop: asyncio.Future[Any] = asyncio.ensure_future(stopping.wait())
+    asked: asyncio.Future[Any] = asyncio.ensure_future(reloading.wait())
+    tick = CRASH_LOOP_SECONDS / 10
     try:
-        done, _ = await asyncio.wait([*exits, stop], return_when=asyncio.FIRST_COMPLETED)
+        while not stopping.is_set():
+            exits: dict[asyncio.Future[Any], tuple[_Slot, _Worker]] = {
+                asyncio.ensure_future(slot.worker.process.wait()): (slot, slot.worker)
+                for slot in slots
+                if slot.worker is not None and slot not in restarting.values()
+            }
+            others = [*restarting, stop, asked, *([reload] if reload is not None else [])]
+            try:
+                done, _ = await asyncio.wait(
+                    [*exits, *others], timeout=tick, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                for task in exits:
+                    task.cancel()
+            if asked in done:
+                reloading.clear()
+                asked = asyncio.ensure_future(reloading.wait())
+                if reload is None:
+                    reload = asyncio.ensure_future(
+                        _reload(slots, restarting, env, folder, reload_keyring, retiring)
+                    )
+                else:
+                    log.warning("reload already under way: SIGHUP ignored")
+            if reload is not None and reload in done:
+                _failed(reload, "reload")
+                reload = None
+            for task in done:
+                if task in restarting:
+                    _failed(task, "restart")
+                    restarting.pop(task)
+                elif task in exits and task.cancelled() is False:
+                    slot, gone = exits[task]
+                    if slot.worker is not gone:  # replaced by a reload meanwhile: its exit is expected
+                        continue
+                    if folder is not None:
+                        multiprocess.mark_process_dead(gone.process.pid, folder)  # type: ignore[no-untyped-call]
+                    restarting[asyncio.create_task(restart(slot, gone))] = slot
+            if looping:  # a loop is over once its restarts leave the window
+                announce()
     finally:
         stop.cancel()
-        for task in exits:
+        asked.cancel()
+        for task in [*restarting, *([reload] if reload is not None else [])]:
             task.cancel()
-    if stop not in done:
-        gone = next(exits[task] for task in done if task is not stop)
+        await asyncio.gather(*restarting, *([reload] if reload is not None else []), return_exceptions=True)
+
+
+def _failed(task: asyncio.Future[Any], what: str) -> None:
+    """Log the error a finished restart or reload ended with, if any (the supervisor goes on: a
+    process it could not start is seen as exited, and restarted again after a longer backoff)."""
+    error = None if task.cancelled() else task.exception()
+    if error is not None:
         structlog.get_logger("uno_audit.server").error(
-            "worker exited on its own: stopping the others", worker=gone.index, status=gone.process.returncode
+            f"{what} failed", error=f"{type(error).__name__}: {error}"
         )
-        status = gone.process.returncode
-        raise WorkerError(
-            f"worker {gone.index} exited on its own (status {status}); the others were stopped", 1
+
+
+async def _reload(
+    slots: list[_Slot],
+    restarting: dict[asyncio.Future[Any], _Slot],
+    env: dict[str, str] | None,
+    folder: str | None,
+    reload_keyring: Callable[[], Keyring] | None,
+    retiring: list[_Worker],
+) -> None:
+    """SIGHUP: replace each process in turn by a fresh one (new code, the key file read again): the new
+    one serves beside the old (``SO_REUSEPORT``) before the old is stopped gracefully (SIGTERM: health
+    NOT_SERVING, in-flight calls finish, its connections told to go elsewhere). A key that cannot be
+    read, or a new process that fails to start, ends the reload; the processes not yet replaced stay."""
+    log = structlog.get_logger("uno_audit.server")
+    started = time.monotonic()
+    signer, older = slots[0].plan.signer, slots[0].plan.older
+    if reload_keyring is not None:
+        try:
+            keyring = await asyncio.to_thread(reload_keyring)
+        except Exception as error:
+            log.error("reload refused: the signing key cannot be read", error=" ".join(str(error).split()))
+            return
+        signer, older = keyring.signer.encode(), tuple(verifier.encode() for verifier in keyring.older)
+    log.info("reloading: replacing the processes one by one", processes=len(slots))
+    for slot in slots:
+        if slot in restarting.values() or slot.worker is None:
+            continue  # being restarted already: with the plan it had
+        plan = replace(slot.plan, signer=signer, older=older, hold=False)
+        fresh = await _spawn(plan, env)
+        try:
+            await _said(fresh, "serving")
+        except WorkerError as error:
+            log.error("reload stopped: a new process failed", worker=plan.index, error=str(error))
+            await _stop([fresh])
+            return
+        old, slot.worker, slot.plan = slot.worker, fresh, plan
+        retiring.append(old)
+        await _stop([old])
+        retiring.remove(old)
+        if folder is not None:
+            multiprocess.mark_process_dead(old.process.pid, folder)  # type: ignore[no-untyped-call]
+        log.info(
+            "process reloaded", kind=slot.kind, worker=plan.index, pid=fresh.process.pid, old=old.process.pid
         )
+    log.info(
+        "reloaded",
+        seconds=round(time.monotonic() - started, 2),
+        pids=[s.worker.process.pid for s in slots if s.worker],
+    )
 
 
 async def _stop(running: list[_Worker]) -> None:
@@ -357,6 +596,22 @@ def _say(status: IO[str], message: dict[str, object]) -> None:
         status.write(json.dumps(message) + "\n")
 
 
+def _listen_to_parent(loop: asyncio.AbstractEventLoop, heard: Callable[[dict[str, Any]], None]) -> None:
+    """Read the parent's lines on standard input in a thread, each handed to ``heard`` in the loop."""
+
+    def read() -> None:
+        # Raw reads of the descriptor, not sys.stdin: a daemon thread blocked inside the buffered reader
+        # holds its lock, and the interpreter's shutdown then dies with "Fatal Python error" on stderr.
+        fd, pending = sys.stdin.fileno(), b""
+        while chunk := os.read(fd, 65536):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in filter(bytes.strip, lines):
+                with contextlib.suppress(ValueError, RuntimeError):  # a loop closed: the worker is stopping
+                    loop.call_soon_threadsafe(heard, json.loads(line))
+
+    threading.Thread(target=read, name="parent-lines", daemon=True).start()
+
+
 async def _work(plan: WorkerPlan, status: IO[str]) -> None:
     log = structlog.get_logger("uno_audit.server")
     stopping = asyncio.Event()
@@ -366,6 +621,29 @@ async def _work(plan: WorkerPlan, status: IO[str]) -> None:
     if not plan.serves:
         await _project(plan, status, stopping)
         return
+    go = asyncio.Event()
+    if not plan.hold:
+        go.set()
+    health: list[Any] = []
+    crash_loop = [False]
+    telling: set[asyncio.Task[None]] = set()
+
+    def heard(message: dict[str, Any]) -> None:
+        if message.get("go"):
+            go.set()
+        if "crash_loop" in message:
+            crash_loop[0] = bool(message["crash_loop"])
+            for servicer in health:
+                told = loop.create_task(supervision_health(servicer, crash_loop=crash_loop[0]))
+                telling.add(told)
+                told.add_done_callback(telling.discard)
+
+    _listen_to_parent(loop, heard)
+
+    async def bound() -> None:  # every worker binds before any accepts: see _started
+        _say(status, {"bound": plan.index})
+        await go.wait()
+
     keyring = Keyring(Signer.parse(plan.signer), tuple(Verifier.parse(text) for text in plan.older))
     running = await start_server(
         listen=plan.listen,
@@ -376,13 +654,29 @@ async def _work(plan: WorkerPlan, status: IO[str]) -> None:
         tls=plan.tls,
         keyring=keyring,
         reuse_port=True,
+        bound=bound,
+        access=plan.access,
     )
-    log.info("worker serving", address=plan.listen, pid=os.getpid())
+    health.append(running.health)
+    await supervision_health(running.health, crash_loop=crash_loop[0])
+    mirroring = asyncio.create_task(_mirror_live_figures(stopping)) if os.environ.get(MULTIPROC_ENV) else None
+    log.info("worker serving", address=plan.listen, pid=os.getpid(), key=f"{keyring.signer.key_id:08x}")
     _say(status, {"serving": plan.index, "port": running.port})
     await stopping.wait()
     log.info("worker stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
     await running.stop()
+    if mirroring is not None:
+        await mirroring
     log.info("worker stopped")
+
+
+async def _mirror_live_figures(stopping: asyncio.Event) -> None:
+    """In multiprocess mode, copy this worker's live figures (streams, pool) to its metric files."""
+    while not stopping.is_set():
+        metrics.mirror_live()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), MIRROR_SECONDS)
+    metrics.mirror_live()
 
 
 async def _project(plan: WorkerPlan, status: IO[str], stopping: asyncio.Event) -> None:
@@ -391,6 +685,7 @@ async def _project(plan: WorkerPlan, status: IO[str], stopping: asyncio.Event) -
     log = structlog.get_logger("uno_audit.server")
     await migrate_projections(plan.database_url)
     log.info("projector process running", pid=os.getpid())
+    _say(status, {"bound": plan.index})
     _say(status, {"serving": plan.index})
     await run_projector(plan.database_url, stop=stopping)
     log.info("projector process stopped")

@@ -2,16 +2,22 @@
 while a command races an audit entry: each figure moves by what the test did, counted independently (the
 store's rows, the calls the test made, the error it got back).
 
-The metrics are process-wide (:mod:`service.metrics`), so every check compares two scrapes.
+The metrics are process-wide (:mod:`service.metrics`), so every check compares two scrapes. The figures
+tied to the store's rows are checked on one server process and on ``serve --workers 2`` too (each
+worker's metrics through the parent's endpoint: prometheus_client's multiprocess mode).
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import grpc
@@ -28,6 +34,7 @@ from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import ListenError, RunningServer, start_server
 from service.rules.options import Variant
 
+from . import support
 from .support import ADMIN, ADMIN_TOKEN, create_scripted, deal_from, error_info, fails, header, new_id
 
 if TYPE_CHECKING:
@@ -38,6 +45,68 @@ pytestmark = pytest.mark.timeout(180)
 POOL_SIZE = 4
 GAME_SERVICE = "uno.audit.v1.GameService"
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    """Where a server serves gRPC and its metrics, and the most database connections it may open."""
+
+    port: int
+    metrics_port: int
+    pool_max: int
+    #: The admin's call metadata (serve refuses the tests' short admin token: it has a long one).
+    admin: tuple[tuple[str, str], ...] = ADMIN
+
+
+#: ``serve``'s pool per worker (start_server's default).
+SERVE_POOL_SIZE = 10
+SERVE_ADMIN_TOKEN = "metrics-test-admin-token"
+
+
+@pytest.fixture(params=[1, 2], ids=["one-process", "two-workers"])
+async def endpoints(
+    request: pytest.FixtureRequest, database_url: str, service_login: ServiceLogin, tmp_path: Path
+) -> AsyncIterator[Endpoints]:
+    """A server without a projector and with its metrics: one process (as ``metered``), or ``uno-audit
+    serve --workers 2``, whose parent serves every worker's metrics."""
+    if request.param == 1:
+        await apply_migrations(database_url)
+        running = await start_server(
+            listen="127.0.0.1:0",
+            database_url=await service_login.url(database_url),
+            admin_token=ADMIN_TOKEN,
+            pool_size=POOL_SIZE,
+            projector=False,
+            metrics_listen="127.0.0.1:0",
+        )
+        try:
+            assert running.exporter is not None
+            yield Endpoints(running.port, running.exporter.port, POOL_SIZE)
+        finally:
+            await running.stop(grace=2.0)
+        return
+    from .test_serve_workers import UNO_AUDIT, Serve, _free_port
+
+    if not UNO_AUDIT.exists():
+        pytest.skip("the uno-audit script is not installed")
+    await apply_migrations(database_url)
+    token = tmp_path / "admin-token"
+    token.write_text(SERVE_ADMIN_TOKEN)
+    port, metrics_port = _free_port(), _free_port()
+    serve = Serve(
+        tmp_path, "metered", "--listen", f"127.0.0.1:{port}", "--workers", "2", "--no-projector",
+        "--database-url", await service_login.url(database_url), "--admin-token-file", str(token),
+        "--metrics-listen", f"127.0.0.1:{metrics_port}",
+    )  # fmt: skip
+    try:
+        await asyncio.to_thread(serve.serving)
+        yield Endpoints(
+            port, metrics_port, 2 * SERVE_POOL_SIZE, (("authorization", f"Bearer {SERVE_ADMIN_TOKEN}"),)
+        )
+        serve.process.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(serve.process.wait, 60) == 0, serve.err.read_text()
+    finally:
+        serve.end()
 
 
 @pytest.fixture
@@ -65,10 +134,14 @@ def _get(port: int) -> str:
         return text
 
 
-async def scrape(server: RunningServer) -> Samples:
+async def scrape(server: RunningServer | Endpoints) -> Samples:
     """Every sample the endpoint serves, by name and labels."""
-    assert server.exporter is not None
-    text = await asyncio.to_thread(_get, server.exporter.port)
+    if isinstance(server, Endpoints):
+        port = server.metrics_port
+    else:
+        assert server.exporter is not None
+        port = server.exporter.port
+    text = await asyncio.to_thread(_get, port)
     return {
         (sample.name, frozenset(sample.labels.items())): sample.value
         for family in text_string_to_metric_families(text)
@@ -98,11 +171,15 @@ async def _count(database_url: str, query: str) -> int:
 
 
 async def test_a_bot_game_moves_the_call_command_write_and_pool_figures(
-    metered: RunningServer, database_url: str, monkeypatch: pytest.MonkeyPatch
+    endpoints: Endpoints, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    metered = endpoints
     address = f"127.0.0.1:{metered.port}"
     before = await scrape(metered)
-    deal_from(monkeypatch, 6)  # one round, the same each run: a whole match would prove nothing more
+    # One round, the same each run: a whole match would prove nothing more. (This process's servers
+    # only: the workers of `serve` deal as they do in production, a round of any length.)
+    deal_from(monkeypatch, 6)
+    monkeypatch.setattr(support, "ADMIN", metered.admin)  # the scripted game's fixed deck is the admin's
     summary = await run_bots(
         address, games=1, variant=Variant.CLASSIC, players=3, concurrency=1, seed=7, target_score=1
     )
@@ -117,7 +194,7 @@ async def test_a_bot_game_moves_the_call_command_write_and_pool_figures(
         listed: pb.ListGamesReply = await stub.ListGames(pb.ListGamesRequest())
         (bots_game,) = [g.game_id for g in listed.games if g.game_id != game.game_id]
         audit = audit_pb2_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
-        verified = await audit.VerifyGame(apb.VerifyGameRequest(game_id=bots_game), metadata=ADMIN)
+        verified = await audit.VerifyGame(apb.VerifyGameRequest(game_id=bots_game), metadata=metered.admin)
     assert refused.code() is grpc.StatusCode.FAILED_PRECONDITION
     rule = error_info(refused).reason
     after = await scrape(metered)
@@ -154,9 +231,14 @@ async def test_a_bot_game_moves_the_call_command_write_and_pool_figures(
     assert moved(before, after, writes, operation="append") == commands - games
     assert moved(before, after, "uno_audit_append_seconds_sum", operation="append") > 0
 
-    # The pool: this server's (the only one running), and used by the game.
-    assert value(after, "uno_audit_db_pool_connections_max") == POOL_SIZE
-    assert 1 <= value(after, "uno_audit_db_pool_connections") <= POOL_SIZE
+    # The pool: this server's (the only one running; or both workers'), and used by the game. Workers copy
+    # their pools' figures to their metric files every second: a scrape may be a copy behind.
+    deadline = time.monotonic() + 30
+    while moved(before, after, "uno_audit_db_pool_requests_total") < commands and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        after = await scrape(metered)
+    assert value(after, "uno_audit_db_pool_connections_max") == metered.pool_max
+    assert 1 <= value(after, "uno_audit_db_pool_connections") <= metered.pool_max
     assert value(after, "uno_audit_db_pool_connections_idle") <= value(after, "uno_audit_db_pool_connections")
     assert moved(before, after, "uno_audit_db_pool_requests_total") >= commands
 
