@@ -63,6 +63,8 @@ COLOURS = [c.value for c in Colour]
 FORGET_UNO = 0.1
 CATCH = 0.5
 CHALLENGE = 0.3
+#: The most connections ``run_bots`` opens (one per table played at a time, up to this).
+MAX_CONNECTIONS = 64
 #: How often a bot plays a playable drawn card (always, under the house rule force_play).
 PLAY_DRAWN = 0.8
 #: How often, while a jump-in is open, one seat that may make it looks at its hand for the top card's
@@ -615,26 +617,38 @@ async def run_bots(
     summary = LoadSummary() if summary is None else summary
     rng = random.Random(seed)
     seeds = [rng.getrandbits(64) for _ in range(games)]
-    channel = (
-        grpc.aio.insecure_channel(address)
+    # A connection per table at a time (up to MAX_CONNECTIONS): a server of several workers shares its
+    # port by connection, and channels to one address in one process share one connection unless each has
+    # its own subchannel pool.
+    own_connection = [("grpc.use_local_subchannel_pool", 1)]
+    channels = [
+        grpc.aio.insecure_channel(address, options=own_connection)
         if credentials is None
-        else grpc.aio.secure_channel(address, credentials)
-    )
-    async with channel:
-        stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
-        gate = asyncio.Semaphore(concurrency)
+        else grpc.aio.secure_channel(address, credentials, options=own_connection)
+        for _ in range(max(1, min(concurrency, MAX_CONNECTIONS)))
+    ]
+    free: asyncio.Queue[pb_grpc.GameServiceStub] = asyncio.Queue()
+    for channel in channels:
+        free.put_nowait(pb_grpc.GameServiceStub(channel))  # type: ignore[no-untyped-call]
+    gate = asyncio.Semaphore(concurrency)
 
-        async def one(game_seed: int) -> None:
-            async with gate:
+    async def one(game_seed: int) -> None:
+        async with gate:
+            stub = await free.get()
+            try:
                 table = BotTable(stub, random.Random(game_seed), summary, policy, progress, keep, options)
                 await table.play(variant, players, target_score, tournament_id)
-                summary.games += 1
-                if progress is not None:
-                    progress(summary)
+            finally:
+                free.put_nowait(stub)
+            summary.games += 1
+            if progress is not None:
+                progress(summary)
 
-        started = time.perf_counter()
-        try:
-            await asyncio.gather(*(one(s) for s in seeds))
-        finally:
-            summary.seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(one(s) for s in seeds))
+    finally:
+        summary.seconds = time.perf_counter() - started
+        for channel in channels:
+            await channel.close()
     return summary
