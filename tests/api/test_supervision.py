@@ -160,7 +160,9 @@ async def test_a_killed_projector_is_restarted_and_catches_up_while_commands_suc
         projector: int = (await asyncio.to_thread(serve.serving))["projector"]
         os.kill(projector, signal.SIGKILL)
         # At once: the command path does not go through the projector, so nothing is even retried.
-        summary = await run_bots(address, games=2, variant=Variant.CLASSIC, players=2, concurrency=2, seed=5)
+        summary = await run_bots(
+            address, games=2, variant=Variant.CLASSIC, players=2, concurrency=2, seed=5, target_score=1
+        )
         assert (summary.games, summary.retries) == (2, 0)
 
         (restarted,) = await _until(lambda: _restarted(serve, "projector"), "the projector restarted")
@@ -283,7 +285,9 @@ async def test_restarts_again_and_again_are_a_crash_loop_in_health_and_metrics(
         assert figures["uno_audit_process_restarts_total", "projector"] == CRASH_LOOP_RESTARTS
         # The workers themselves still serve: the overall status, and a game.
         assert await _health(address) == health_pb2.HealthCheckResponse.SERVING
-        summary = await run_bots(address, games=1, variant=Variant.CLASSIC, players=2, concurrency=1, seed=9)
+        summary = await run_bots(
+            address, games=1, variant=Variant.CLASSIC, players=2, concurrency=1, seed=9, target_score=1
+        )
         assert summary.games == 1
     finally:
         serve.end()
