@@ -17,9 +17,10 @@ is refused.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -122,75 +123,66 @@ class Writer(ABC, Generic[S, C, D, R]):
         and events disagree is :class:`~service.errors.DataLoss` (``LEDGER_MISMATCH``): never carried out
         twice, never answered with another command's result.
         """
-        try:
-            return await self._handle(game_id, command, command_id, request_hash, metadata, expected_version)
-        except LedgerMismatch as mismatch:
-            raise data_loss(mismatch) from None
-
-    async def _handle(
-        self,
-        game_id: str,
-        command: C,
-        command_id: str,
-        request_hash: bytes,
-        metadata: Mapping[str, object],
-        expected_version: int | None,
-    ) -> R:
-        snapshot = await self.load(game_id, False)
-        fresh = False
-        for _ in range(MAX_ATTEMPTS):
-            at = self.head(snapshot)
-            if expected_version is not None and expected_version != at.version:
-                if not fresh:  # the cache may be behind; the client's word decides
+        with ledger_mismatch_refused():
+            snapshot = await self.load(game_id, False)
+            fresh = False
+            for _ in range(MAX_ATTEMPTS):
+                at = self.head(snapshot)
+                if expected_version is not None and expected_version != at.version:
+                    if not fresh:  # the cache may be behind; the client's word decides
+                        snapshot, fresh = await self.load(game_id, True), True
+                        continue
+                    repeated = await earlier(self.store, game_id, command_id, request_hash)
+                    if repeated is not None:  # a retry of a command that moved the game on
+                        return await self.answer(game_id, repeated)
+                    raise version_conflict(
+                        f"the game is at version {at.version}, not {expected_version}", at.version
+                    )
+                try:
+                    decision = self.decide(snapshot, command)
+                except InvalidInput:
+                    raise  # judged on the request alone
+                except ServiceError:
+                    # A retry of a command accepted earlier is answered with its first result; anything else
+                    # is judged again on the store's latest state before it is refused.
+                    repeated = await earlier(self.store, game_id, command_id, request_hash)
+                    if repeated is not None:
+                        return await self.answer(game_id, repeated)
+                    if fresh:
+                        raise
                     snapshot, fresh = await self.load(game_id, True), True
                     continue
-                repeated = await earlier(self.store, game_id, command_id, request_hash)
-                if repeated is not None:  # a retry of a command that moved the game on
-                    return await self.answer(game_id, repeated)
-                raise version_conflict(
-                    f"the game is at version {at.version}, not {expected_version}", at.version
-                )
-            try:
-                decision = self.decide(snapshot, command)
-            except InvalidInput:
-                raise  # judged on the request alone
-            except ServiceError:
-                # A retry of a command accepted earlier is answered with its first result; anything else
-                # is judged again on the store's latest state before it is refused.
-                repeated = await earlier(self.store, game_id, command_id, request_hash)
-                if repeated is not None:
-                    return await self.answer(game_id, repeated)
-                if fresh:
-                    raise
-                snapshot, fresh = await self.load(game_id, True), True
-                continue
-            if not decision.events:
-                return await self.answer(game_id, Unchanged(snapshot))
-            try:
-                result = await metrics.timed_write(
-                    self.store.append(
-                        game_id,
-                        at.version,
-                        decision.events,
-                        command_id=command_id,
-                        request_hash=request_hash,
-                        metadata=metadata,
-                        prev_hash=at.last_hash,
+                if not decision.events:
+                    return await self.answer(game_id, Unchanged(snapshot))
+                try:
+                    result = await metrics.timed_write(
+                        self.store.append(
+                            game_id,
+                            at.version,
+                            decision.events,
+                            command_id=command_id,
+                            request_hash=request_hash,
+                            metadata=metadata,
+                            prev_hash=at.last_hash,
+                        )
                     )
+                except VersionConflict as conflict:
+                    metrics.conflict(retried=expected_version is None)
+                    if expected_version is not None:
+                        raise version_conflict(
+                            f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
+                        ) from None
+                    snapshot, fresh = await self.load(game_id, True), True
+                    continue
+                except CommandReused as reused:
+                    raise InvalidInput("command_id", f"already used for another request ({reused})") from None
+                ran: Ran[S, D] = (
+                    Repeated(result) if result.duplicate else Appended(snapshot, decision, result)
                 )
-            except VersionConflict as conflict:
-                metrics.conflict(retried=expected_version is None)
-                if expected_version is not None:
-                    raise version_conflict(
-                        f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
-                    ) from None
-                snapshot, fresh = await self.load(game_id, True), True
-                continue
-            except CommandReused as reused:
-                raise InvalidInput("command_id", f"already used for another request ({reused})") from None
-            ran: Ran[S, D] = Repeated(result) if result.duplicate else Appended(snapshot, decision, result)
-            return await self.answer(game_id, ran)
-        raise Conflict(f"the game changed {MAX_ATTEMPTS} times while deciding; try again", reason="GAME_BUSY")
+                return await self.answer(game_id, ran)
+            raise Conflict(
+                f"the game changed {MAX_ATTEMPTS} times while deciding; try again", reason="GAME_BUSY"
+            )
 
 
 async def earlier(store: StreamStore, game_id: str, command_id: str, request_hash: bytes) -> Repeated | None:
@@ -205,13 +197,18 @@ async def earlier(store: StreamStore, game_id: str, command_id: str, request_has
     return Repeated(AppendResult(first, last, b"", True, ()))
 
 
-def data_loss(mismatch: LedgerMismatch) -> DataLoss:
-    """The refusal of a command whose ledger row and events disagree (see :meth:`Writer.handle`)."""
-    return DataLoss(
-        f"the store contradicts itself: {mismatch}; the command was not carried out",
-        reason="LEDGER_MISMATCH",
-        command_id=mismatch.command_id,
-    )
+@contextlib.contextmanager
+def ledger_mismatch_refused() -> Iterator[None]:
+    """A :class:`~service.store.LedgerMismatch` within, as the refusal of its command: DATA_LOSS (see
+    :meth:`Writer.handle`)."""
+    try:
+        yield
+    except LedgerMismatch as mismatch:
+        raise DataLoss(
+            f"the store contradicts itself: {mismatch}; the command was not carried out",
+            reason="LEDGER_MISMATCH",
+            command_id=mismatch.command_id,
+        ) from None
 
 
 def version_conflict(message: str, actual: int) -> Conflict:
@@ -251,11 +248,10 @@ async def create_stream(
     """
     game_id = stream_id_of(command_id)
     try:
-        result = await metrics.timed_write(write(game_id), "create")
+        with ledger_mismatch_refused():
+            result = await metrics.timed_write(write(game_id), "create")
     except CommandReused as reused:
         raise InvalidInput("command_id", f"already used for another request ({reused})") from None
-    except LedgerMismatch as mismatch:
-        raise data_loss(mismatch) from None
     if result.duplicate:
         return ExistingStream(game_id, result.last_version)
     return NewStream(game_id, result)
