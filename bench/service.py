@@ -111,12 +111,11 @@ from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
 from projections.migrate import apply_migrations as migrate_projections  # noqa: E402
-from service.api.client_bots import BotTable, LoadSummary, RetryPolicy  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
-from service.api.handler import stored_form  # noqa: E402
 from service.api.server import start_server  # noqa: E402
-from service.codec import canonical  # noqa: E402
+from service.app.handler import stored_form  # noqa: E402
+from service.client.bots import BotTable, LoadSummary, RetryPolicy  # noqa: E402
 from service.play.simulate import SimulatedGame, play_game, seat_names  # noqa: E402
 from service.rules.commands import (  # noqa: E402
     Accept,
@@ -134,6 +133,7 @@ from service.rules.commands import (  # noqa: E402
 from service.rules.events import FlipReturned, PileReshuffled, RoundStarted  # noqa: E402
 from service.rules.options import Variant, make_options  # noqa: E402
 from service.store import GENESIS_HASH, EventStore, NewEvent, chain_hash  # noqa: E402
+from service.store.canonical import canonical  # noqa: E402
 from service.store.migrate import SERVICE_LOGIN, ensure_service_login  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -858,7 +858,7 @@ async def served(url: str, workers: int = 1) -> AsyncIterator[Served]:
     games are dealt from fixed decks); SIGTERM at the end."""
     token = secrets.token_hex(24)
     service_url = make_conninfo(url, user=SERVICE_LOGIN)  # serve refuses the owner's login
-    command = [sys.executable, "-m", "service.cli", "serve", "--database-url", service_url]
+    command = [sys.executable, "-m", "service.cli.main", "serve", "--database-url", service_url]
     async with _subprocess_server(command, workers, {"UNO_AUDIT_ADMIN_TOKEN": token}) as (address, pids):
         yield Served(address, pids, token)
 

@@ -7,21 +7,21 @@
    players (:func:`service.play.simulate.play_game`). That corpus is what every measurement reads, and
    its *events* (``len(game.events)`` summed over the games) are what every rate counts, whatever the
    path reads them as (record lines, stored rows, decoded events).
-2. Each game's ``uno-game-record/1`` text (:func:`service.audit.export.record_from_game`,
-   :func:`service.audit.record.write_record`) is written to a temporary folder as a ``.jsonl`` file, and
+2. Each game's ``uno-game-record/1`` text (:func:`service.records.export.record_from_game`,
+   :func:`service.records.record.write_record`) is written to a temporary folder as a ``.jsonl`` file, and
    each game is written to a fresh PostgreSQL database (``uno_bench_verify_<random>`` on the server of
    ``--database-url``, migrated) as the service writes it: the creation with the seed kept apart, then one
-   :meth:`EventStore.append` per accepted command (:func:`service.api.handler.stored_form`).
+   :meth:`EventStore.append` per accepted command (:func:`service.app.handler.stored_form`).
 3. The timed measurements, ``--repeat`` rounds taking turns (so a change in the machine's load meets
    them all alike); each figure is the median of its rounds:
 
-   * **verify, from files**: :func:`service.audit.record.read_record_file` +
-     :func:`service.audit.verify.verify_record` of every file (read, parse, replay, judge);
-   * **verify, from the store**: :meth:`service.audit.auditor.Auditor.verify_many` of every game with
+   * **verify, from files**: :func:`service.records.record.read_record_file` +
+     :func:`service.records.verify.verify_record` of every file (read, parse, replay, judge);
+   * **verify, from the store**: :meth:`service.app.auditor.Auditor.verify_many` of every game with
      ``check_projections=False`` (what ``uno-audit verify --all`` runs): for each game it reads the
      stream (each payload parsed once, with the bytes its hash covers: :mod:`service.audit.rows`), the
      seed and the ledger from PostgreSQL, recomputes the hash chain, reads the commands back from the
-     events, replays and judges them (:meth:`service.audit.verify.Replay.run_commands`, without writing
+     events, replays and judges them (:meth:`service.records.verify.Replay.run_commands`, without writing
      them as a record), and compares every stored event with the replay's. Each game is read while the
      one before is verified, and the games share their parsed payloads and decoded events
      (:class:`service.audit.rows.StreamCache`);
@@ -30,8 +30,8 @@
      and without sharing;
    * **baseline (a), fold**: :func:`service.rules.state.fold` of every game's decoded events, in memory;
    * **baseline (b), raw replay of the stored form**: per event ``json.loads`` of its payload text (the
-     JSON of :func:`service.catalogue.encode`, prepared beforehand) and
-     :func:`service.catalogue.decode_event`, then ``fold`` of the decoded events.
+     JSON of :func:`service.domain.catalogue.encode`, prepared beforehand) and
+     :func:`service.domain.catalogue.decode_event`, then ``fold`` of the decoded events.
 
    The baselines only evolve the state from trusted events; the verifier also decides every command
    again (legality, judging catches and challenges, checking every card against the seed).
@@ -77,14 +77,14 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from service.api.handler import stored_form
-from service.audit.auditor import Auditor
-from service.audit.export import record_from_game
+from service.app.auditor import Auditor
+from service.app.handler import stored_form
 from service.audit.game_report import GameReport, Unverified
-from service.audit.record import read_record_file, write_record
-from service.audit.verify import verify_record
-from service.catalogue import decode_event, encode
+from service.domain.catalogue import decode_event, encode
 from service.play.simulate import SimulatedGame, play_game
+from service.records.export import record_from_game
+from service.records.record import read_record_file, write_record
+from service.records.verify import verify_record
 from service.rules.events import GameCreated
 from service.rules.options import Variant
 from service.rules.state import fold

@@ -12,14 +12,14 @@
 See ``docs/DESIGN.md`` ("Projections").
 """
 
-from .check import check_game
-from .migrate import apply_migrations, migrate
-from .projector import DEFAULT_SET, Lag, Projector, read_lag, run_projector
-from .quarantine import ProjectionHealth, Quarantined, read_health
-from .queries import ProjectionLag, hand, scores, standings
-from .rebuild import RebuildBusy, RebuildReport, rebuild
-from .source import ProjectionError
-from .views import VIEW_NAMES
+from projections.check import check_game
+from projections.migrate import apply_migrations, migrate
+from projections.projector import DEFAULT_SET, Lag, Projector, read_lag, run_projector
+from projections.quarantine import ProjectionHealth, Quarantined, read_health
+from projections.queries import ProjectionLag, hand, scores, standings
+from projections.rebuild import RebuildBusy, RebuildReport, rebuild
+from projections.source import ProjectionError
+from projections.views import VIEW_NAMES
 
 __all__ = [
     "DEFAULT_SET",

@@ -19,15 +19,14 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from service.catalogue import GAME_TYPES, decode_event
-from service.codec import CodecError
+from projections.projector import DEFAULT_SET
+from projections.queries import connection
+from projections.views import status, tokens
+from service.domain.catalogue import GAME_TYPES, decode_event
+from service.domain.codec import CodecError
 from service.rules.events import Event, GameCreated
 from service.rules.state import State, evolve, new_state
 from service.store import Cursor, EventStore, StoredEvent, cursor_of
-
-from .projector import DEFAULT_SET
-from .queries import connection
-from .views import status, tokens
 
 _PROJECTED = """
 SELECT coalesce(cp.xid, '0'::xid8)::text::bigint, coalesce(cp.position, 0),
@@ -42,7 +41,8 @@ SELECT coalesce(cp.xid, '0'::xid8)::text::bigint, coalesce(cp.position, 0),
 """
 
 
-#: A stored game event, decoded (raises :class:`~service.codec.CodecError` for one that does not decode).
+#: A stored game event, decoded (raises :class:`~service.domain.codec.CodecError` for one that does
+#: not decode).
 Decode = Callable[[StoredEvent], Event]
 
 

@@ -21,10 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.rules.events import Event
-from service.rules.state import HANDLERS
-
-from .views import (
+from projections.views import (
     ENGINE_VIEWS,
     SCORING_EVENTS,
     VIEW_NAMES,
@@ -42,6 +39,8 @@ from .views import (
     stat_deltas,
     table_row,
 )
+from service.rules.events import Event
+from service.rules.state import HANDLERS
 
 
 @dataclass(slots=True)

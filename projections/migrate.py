@@ -30,11 +30,10 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 
+from projections.views import VIEW_NAMES
 from service.store.migrate import APP_ROLE, PROJECTOR_ROLE, Ledger, Migration, SchemaNotCurrent
 from service.store.migrate import apply_migrations as apply_ledger
 from service.store.migrate import migrations as ledger_migrations
-
-from .views import VIEW_NAMES
 
 #: The read models' migrations (the lock key spells "uno-proj": never waiting on the store's migrator).
 PROJECTIONS = Ledger("projections", "projection_migrations", 0x756E6F2D70726F6A)

@@ -9,7 +9,7 @@ One batch is one transaction on the projector's own connection:
 4. fold them in memory (:class:`~projections.fold.Folder`), re-folding from its stream any game whose
    view is missing or stale, and skipping the events of quarantined games;
 5. write the changed rows, record the games newly quarantined and move the checkpoint (guarded:
-   ``WHERE`` it is still where step 2 read it; :mod:`service.store.checkpoints`);
+   ``WHERE`` it is still where step 2 read it; :mod:`service.store.cursors`);
 6. commit — then, and only then, the folded views are kept in memory.
 
 **One game cannot stop the others.** A game whose events cannot be folded or whose rows the database
@@ -63,20 +63,10 @@ import psycopg
 import structlog
 from psycopg import pq
 
-from service.store import Cursor, Listener
-from service.store.checkpoints import (
-    CheckpointMoved,
-    ensure_checkpoint,
-    follower_lag,
-    move_checkpoint,
-    read_checkpoint,
-)
-from service.store.checkpoints import Lag as Lag
-
-from .fold import Folder
-from .migrate import apply_migrations
-from .quarantine import Cause, Quarantined, describe, held_games, quarantine, record_failure
-from .source import (
+from projections.fold import Folder
+from projections.migrate import apply_migrations
+from projections.quarantine import Cause, Quarantined, describe, held_games, quarantine, record_failure
+from projections.source import (
     READER,
     Connection,
     Decoder,
@@ -87,8 +77,17 @@ from .source import (
     last_cursor,
     read_prefixes,
 )
-from .views import VIEW_NAMES, GameView, evolve, initial
-from .writer import Hook, write_batch
+from projections.views import VIEW_NAMES, GameView, evolve, initial
+from projections.writer import Hook, write_batch
+from service.store import Cursor, Listener
+from service.store.cursors import (
+    CheckpointMoved,
+    ensure_checkpoint,
+    follower_lag,
+    move_checkpoint,
+    read_checkpoint,
+)
+from service.store.cursors import Lag as Lag
 
 _log = structlog.get_logger(__name__)
 
@@ -108,7 +107,7 @@ one interval goes as one batch, and the read models lag the log by at most this 
 
 
 async def read_lag(conn: Connection, projection_set: str = DEFAULT_SET) -> Lag:
-    """The lag of ``projection_set`` (see :class:`~service.store.checkpoints.Lag`), for the health
+    """The lag of ``projection_set`` (see :class:`~service.store.cursors.Lag`), for the health
     service: a few index lookups, safe to poll."""
     return await follower_lag(conn, projection_set)
 

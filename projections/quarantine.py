@@ -40,9 +40,8 @@ from enum import StrEnum
 
 import psycopg
 
-from service.store.checkpoints import Lag, follower_lag
-
-from .source import Connection
+from projections.source import Connection
+from service.store.cursors import Lag, follower_lag
 
 REASON_LIMIT = 1000
 """The most characters of an error kept as a quarantine's or a failure's reason."""

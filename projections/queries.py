@@ -27,11 +27,10 @@ from typing import Any, TypeAlias, TypeVar
 
 from psycopg_pool import AsyncConnectionPool
 
+from projections.projector import DEFAULT_SET, Lag, read_lag
+from projections.source import Connection
+from projections.writer import text_key
 from service.store import Cursor, EventStore
-
-from .projector import DEFAULT_SET, Lag, read_lag
-from .source import Connection
-from .writer import text_key
 
 Source: TypeAlias = "AsyncConnectionPool[Any] | EventStore"
 T = TypeVar("T")

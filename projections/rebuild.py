@@ -60,15 +60,18 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from service.store import Cursor
-from service.store.checkpoints import applied_count, ensure_checkpoint, move_checkpoint, read_checkpoint
-from service.store.global_order import last_readable
-
-from .fold import Folder
-from .migrate import READ_MODEL_GRANTS, apply_migrations
-from .projector import DEFAULT_SET, lock_set, project_batch, seed_prefixes
-from .quarantine import Cause, Quarantined, describe, quarantine, read_quarantine, replace_quarantine
-from .source import (
+from projections.fold import Folder
+from projections.migrate import READ_MODEL_GRANTS, apply_migrations
+from projections.projector import DEFAULT_SET, lock_set, project_batch, seed_prefixes
+from projections.quarantine import (
+    Cause,
+    Quarantined,
+    describe,
+    quarantine,
+    read_quarantine,
+    replace_quarantine,
+)
+from projections.source import (
     MISSING,
     READ_PREFIXES,
     READER,
@@ -81,8 +84,11 @@ from .source import (
     copy_unescape,
     last_cursor,
 )
-from .views import VIEW_NAMES
-from .writer import Hook, write_batch_sync
+from projections.views import VIEW_NAMES
+from projections.writer import Hook, write_batch_sync
+from service.store import Cursor
+from service.store.cursors import applied_count, ensure_checkpoint, move_checkpoint, read_checkpoint
+from service.store.global_order import last_readable
 
 SUFFIX = "__rebuild"
 """The fresh tables' names: ``hands__rebuild`` and so on."""

@@ -29,8 +29,8 @@ import psycopg
 import structlog
 from psycopg import pq
 
-from service.catalogue import AUDIT_TYPES, GAME_TYPES, decode_event
-from service.codec import CodecError
+from service.domain.catalogue import AUDIT_TYPES, GAME_TYPES, decode_event
+from service.domain.codec import CodecError
 from service.rules.events import Event
 from service.store import Cursor
 from service.store.global_order import Connection as Connection

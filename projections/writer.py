@@ -30,10 +30,10 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg import sql
 
-from .fold import Changes, Folder
-from .quarantine import GAME_DATA_ERRORS
-from .source import Connection
-from .views import STAT_COLUMNS
+from projections.fold import Changes, Folder
+from projections.quarantine import GAME_DATA_ERRORS
+from projections.source import Connection
+from projections.views import STAT_COLUMNS
 
 Hook = Callable[[str], Awaitable[None]]
 """A test seam: awaited with a stage name ("wrote hands", …) inside the batch transaction."""

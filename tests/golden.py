@@ -19,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from service.api.handler import stored_form
-from service.audit.entries import DisputeFiled, DisputeKind, SeedRevealed
-from service.catalogue import encode, type_name
+from service.app.handler import stored_form
+from service.domain.catalogue import encode, type_name
+from service.domain.entries import DisputeFiled, DisputeKind, SeedRevealed
 from service.play.simulate import SimulatedGame, play_game
 from service.rules.commands import Catch, StartRound
 from service.rules.options import Variant, make_options

@@ -20,13 +20,13 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from service.api.auth import token_hash
-from service.audit.auditor import Auditor
-from service.audit.entries import DisputeKind
-from service.audit.record import read_record
-from service.audit.verify import verify_record
-from service.cli import main
+from service.app.auditor import Auditor
+from service.cli.main import main
+from service.domain.auth import token_hash
+from service.domain.entries import DisputeKind
 from service.play.simulate import SimulatedGame, play_game
+from service.records.record import read_record
+from service.records.verify import verify_record
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.audit import disputed
@@ -817,7 +817,7 @@ def test_the_read_model_commands_without_a_database_say_where_to_find_one(
 async def test_without_a_url_the_commands_use_the_embedded_database_serve_keeps(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, embedded_dir: Path
 ) -> None:
-    from service.embedded import embedded_database
+    from service.ops.embedded import embedded_database
 
     monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where the embedded server keeps its runtime files

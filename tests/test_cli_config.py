@@ -26,7 +26,7 @@ import structlog
 
 from projections.rebuild import PHASES, rebuild
 from service.api.server import configure_logging
-from service.cli import build_parser, main
+from service.cli.main import build_parser, main
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.audit.support import store_simulated

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.audit.record import read_record_file
-from service.audit.verify import verify_record
-from service.cli import main
+from service.cli.main import main
+from service.records.record import read_record_file
+from service.records.verify import verify_record
 from service.rules.options import make_options
 
 

@@ -17,7 +17,7 @@ from psycopg.conninfo import make_conninfo
 
 from projections.migrate import apply_migrations
 from service.api.server import start_server
-from service.cli import main
+from service.cli.main import main
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin

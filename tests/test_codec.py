@@ -6,13 +6,14 @@ import json
 
 import pytest
 
-from service.catalogue import decode_event
-from service.catalogue import encode as encode_event
-from service.codec import CodecError, canonical
+from service.domain.catalogue import decode_event
+from service.domain.catalogue import encode as encode_event
+from service.domain.codec import CodecError
 from service.play.simulate import play_game
 from service.rules import Variant, card
 from service.rules.events import CardPlayed, CardsTaken
 from service.rules.violations import Rule
+from service.store.canonical import canonical
 
 
 @pytest.mark.parametrize("variant", list(Variant))

@@ -10,10 +10,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.catalogue import encode
-from service.codec import canonical, load_canonical
+from service.domain.catalogue import encode
 from service.play.simulate import play_game
 from service.rules import Variant
+from service.store.canonical import canonical, load_canonical
 from tests.tiers import examples
 
 _TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)  # no lone surrogates

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from service.api.server import AUDIT_SERVICE_NAME, GRACE_SECONDS, PROJECTIONS_SERVICE, SERVICE_NAME
-from service.cli import ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN, SERVICE_PASSWORD_ENV, build_parser
+from service.cli.main import ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN, SERVICE_PASSWORD_ENV, build_parser
 from service.store.migrate import SERVICE_LOGIN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -285,7 +285,7 @@ def test_the_environment_names_are_the_ones_the_commands_read() -> None:
     server, migrate = _env(SERVER), _env(MIGRATE)
     assert {"DATABASE_URL", ADMIN_TOKEN_ENV} <= server.keys()
     assert {"DATABASE_URL", SERVICE_PASSWORD_ENV} <= migrate.keys()
-    cli = (ROOT / "service" / "cli.py").read_text(encoding="utf-8")
+    cli = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "service" / "cli").glob("*.py"))
     read = set(re.findall(r'"([A-Z][A-Z0-9_]+)"', cli)) | LIBPQ_VARIABLES
     assert (server.keys() | migrate.keys()) - read == set()
     # The login is made with the password the service logs in with, and only the Job sees the owner's.
@@ -319,7 +319,7 @@ def test_the_deployment_left_with_the_placeholders_does_not_start() -> None:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("UNO_AUDIT_")}
     env |= _template_env(SERVER)
     done = subprocess.run(
-        [sys.executable, "-m", "service.cli", *SERVER["args"]],
+        [sys.executable, "-m", "service.cli.main", *SERVER["args"]],
         env=env,
         capture_output=True,
         text=True,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import structlog
 
-from service import embedded
+from service.ops import embedded
 
 
 def test_root_is_told_which_folders_become_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from service import embedded
+from service.ops import embedded
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -45,7 +45,7 @@ def _start_and_stop(data_dir: Path) -> list[Path]:
 
 def test_a_first_start_killed_midway_does_not_block_the_next(embedded_dir: Path) -> None:
     data_dir = embedded_dir / "data"
-    code = f"import pathlib, service.embedded as e; e.embedded_database(pathlib.Path({str(data_dir)!r}))"
+    code = f"import pathlib, service.ops.embedded as e; e.embedded_database(pathlib.Path({str(data_dir)!r}))"
     first = subprocess.Popen(
         [sys.executable, "-c", code],
         start_new_session=True,  # its group: initdb is killed with it

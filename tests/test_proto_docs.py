@@ -107,8 +107,8 @@ def test_an_edited_comment_reaches_its_row_and_the_check_sees_the_drift(tmp_path
 REFUSING = {
     "AuditService": [
         "service/api/audit_servicer.py",
-        "service/audit/auditor.py",
-        "service/runner.py",
+        "service/app/auditor.py",
+        "service/app/runner.py",
         "service/api/errors.py",
     ],
     "CheckpointService": ["service/api/checkpoint_servicer.py", "service/api/errors.py"],

@@ -17,7 +17,7 @@ import pytest
 
 from service.api.server import start_server
 from service.checkpoints.keyring import load_keyring
-from service.cli import main
+from service.cli.main import main
 from tests.api.support import deal_from
 from tests.rewrite import rewrite_recomputing_chain
 from tests.test_readme_walkthrough import README, follows

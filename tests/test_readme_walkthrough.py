@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import build_parser, main
+from service.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.audit.record import _DECODER, _decode
+from service.records.record import _DECODER, _decode
 
 
 def _outcome(decode: Any, line: str) -> tuple[object, ...]:

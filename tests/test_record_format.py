@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service.audit.record import (
+from service.records.record import (
     Action,
     ActionKind,
     GameRecord,

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from service.audit.record import Action, ActionKind, RecordError, read_record, write_record
-from service.audit.verify import verify_record
-from service.cli import main
+from service.cli.main import main
+from service.records.record import Action, ActionKind, RecordError, read_record, write_record
+from service.records.verify import verify_record
 from service.rules.cards import Card
 from tests.house_table import EVERY_HOUSE_RULE
 

@@ -23,10 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.audit.export import RecordMode, record_from_game
-from service.audit.record import read_record, write_record
-from service.audit.verify import verify_record
 from service.play.simulate import SimulatedGame, play_game
+from service.records.export import RecordMode, record_from_game
+from service.records.record import read_record, write_record
+from service.records.verify import verify_record
 from service.rules.commands import Draw, Press, StartRound
 from service.rules.events import PileReshuffled
 from service.rules.options import CustomAction, Variant, make_options

@@ -26,9 +26,9 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.command import Command
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from service.audit.record import read_record_file
 from service.audit.replay_html import record_replay_html
-from service.audit.verify import verify_record
+from service.records.record import read_record_file
+from service.records.verify import verify_record
 
 RECORD = Path(__file__).parent / "data" / "replay" / "wd4_challenge_and_catch.jsonl"
 CHROMIUM = ("chromium", "chromium-browser")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from service.audit.record import read_record_file
 from service.audit.replay_html import record_replay_html
-from service.audit.verify import verify_record
+from service.records.record import read_record_file
+from service.records.verify import verify_record
 
 DATA = Path(__file__).parent / "data"
 RECORD = DATA / "replay" / "wd4_challenge_and_catch.jsonl"

@@ -19,11 +19,9 @@ import pytest
 
 from service.audit import log as stored_log
 from service.audit.chain import check_chain
-from service.audit.entries import DisputeFiled, DisputeRuled, SeedRevealed
 from service.audit.ledger import check_ledger
 from service.audit.log import GameLog
-from service.audit.verify import verify_record
-from service.catalogue import (
+from service.domain.catalogue import (
     CATALOGUE,
     VERSION_KEY,
     Catalogue,
@@ -34,6 +32,8 @@ from service.catalogue import (
     split,
     type_name,
 )
+from service.domain.entries import DisputeFiled, DisputeRuled, SeedRevealed
+from service.records.verify import verify_record
 from service.rules.events import CardPlayed, GameCreated
 from service.rules.options import Variant
 from service.rules.state import fold

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from service.cli import main
+from service.cli.main import main
 
 DATA = Path(__file__).parent / "data" / "records"
 EXAMPLES = sorted(path.name.removesuffix(".expected.json") for path in DATA.glob("*.expected.json"))

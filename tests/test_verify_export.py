@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from service.audit.export import record_from_game, record_from_steps
-from service.audit.record import Action, ActionKind, GameRecord, RoundBlock, read_record, write_record
-from service.audit.verify import verify_record
 from service.play.simulate import SimulatedGame, play_game
+from service.records.export import record_from_game, record_from_steps
+from service.records.record import Action, ActionKind, GameRecord, RoundBlock, read_record, write_record
+from service.records.verify import verify_record
 from service.rules.commands import Catch, Challenge
 from service.rules.events import GameCreated, RoundStarted, Wd4Challenged
 from service.rules.options import Variant

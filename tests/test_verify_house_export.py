@@ -26,15 +26,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.audit.entries import DisputeKind
-from service.audit.export import RecordMode, record_from_game
 from service.audit.log import GameLog
-from service.audit.record import ActionKind, read_record, write_record
 from service.audit.render import render_adjudication
-from service.audit.report import Unit
 from service.audit.stored_game import adjudicate, verify_game
-from service.audit.verify import verify_record
+from service.domain.entries import DisputeKind
 from service.play.simulate import SimulatedGame, play_game
+from service.records.export import RecordMode, record_from_game
+from service.records.record import ActionKind, read_record, write_record
+from service.records.report import Unit
+from service.records.verify import verify_record
 from service.rules.cards import Face
 from service.rules.commands import Accept, Challenge, Draw, Play
 from service.rules.events import (

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from service.audit.export import RecordMode, record_from_game
-from service.audit.record import Action, ActionKind, GameRecord, RoundBlock, read_record, write_record
-from service.audit.verify import verify_record
 from service.play.simulate import SimulatedGame, play_game
+from service.records.export import RecordMode, record_from_game
+from service.records.record import Action, ActionKind, GameRecord, RoundBlock, read_record, write_record
+from service.records.verify import verify_record
 from service.rules.cards import Face
 from service.rules.commands import Accept, Catch, Challenge, Draw, Play, Press, StartRound
 from service.rules.events import CardsTaken, LauncherPressed, PileReshuffled

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from service.audit.record import read_record
-from service.audit.verify import verify_record
+from service.records.record import read_record
+from service.records.verify import verify_record
 
 Line = dict[str, Any]
 

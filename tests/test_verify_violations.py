@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from service.audit.record import read_record
-from service.audit.verify import verify_record
+from service.records.record import read_record
+from service.records.verify import verify_record
 from service.rules.cards import DECKS, card, cards, tokens
 
 Line = dict[str, Any]

@@ -14,11 +14,10 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
-from service.errors import ResourceExhausted, Unauthenticated
+from service.domain.auth import Caller, token_hash
+from service.domain.errors import ResourceExhausted, Unauthenticated
 from service.store import EventStore
 from service.store.clients import ADMIN_CLIENT, ANONYMOUS
-
-from .auth import Caller, token_hash
 
 #: How client keys start, so that a log or a leaked-secret scanner can tell them from seat tokens.
 KEY_PREFIX = "uak_"

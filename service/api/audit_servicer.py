@@ -3,9 +3,9 @@
 Every RPC validates its input first (INVALID_ARGUMENT names the field), then checks the caller: the admin
 token is the adjudicator; a seat token may file a dispute for its own seat and list its game's disputes.
 A ruling's evidence goes out redacted for the caller exactly as WatchGame streams its DisputeRuled entry
-(:func:`service.api.views.redact`): the hands in it are the adjudicator's only (and a challenge's, its
+(:func:`service.domain.visibility.redact`): the hands in it are the adjudicator's only (and a challenge's, its
 challenger's).
-The work is :class:`service.audit.auditor.Auditor`'s; this module maps requests, replies and refusals.
+The work is :class:`service.app.auditor.Auditor`'s; this module maps requests, replies and refusals.
 """
 
 from __future__ import annotations
@@ -18,26 +18,26 @@ from typing import Any
 import structlog
 from google.protobuf import struct_pb2
 
-from service import limits, metrics
+from service.api.callers import Callers, Context
 from service.api.gen.uno.audit.v1 import audit_pb2 as pb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
-from service.audit.auditor import Auditor
-from service.audit.entries import DisputeKind, DisputeRuled
+from service.api.servicer import request_hash_of
+from service.app.auditor import Auditor
 from service.audit.log import Dispute
-from service.catalogue import encode
 from service.checkpoints.keyring import Keyring
 from service.checkpoints.receipts import MISSING, REWRITTEN, check_receipts
-from service.errors import (
+from service.domain import limits
+from service.domain.auth import ADMIN, Caller, new_token, token_hash
+from service.domain.catalogue import encode
+from service.domain.entries import DisputeKind, DisputeRuled
+from service.domain.errors import (
     AlreadyExists,
     InvalidInput,
     PermissionDenied,
     Unauthenticated,
 )
-
-from .auth import ADMIN, Caller, new_token, token_hash
-from .callers import Callers, Context
-from .servicer import request_hash_of
-from .views import redact
+from service.domain.visibility import redact
+from service.ops import metrics
 
 log = structlog.get_logger("uno_audit.audit")
 

@@ -12,12 +12,11 @@ from typing import Any
 
 import grpc
 
-from service.errors import PermissionDenied, Unauthenticated
+from service.api.access import Access, Gate
+from service.domain.auth import ADMIN, SPECTATOR, Caller, bearer, is_admin, token_hash
+from service.domain.errors import PermissionDenied, Unauthenticated
 from service.store import EventStore
 from service.store.clients import ADMIN_CLIENT, ANONYMOUS
-
-from .access import Access, Gate
-from .auth import ADMIN, SPECTATOR, Caller, bearer, is_admin, token_hash
 
 Context = grpc.aio.ServicerContext[Any, Any]
 SEAT_CACHE = 100_000

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from service import limits
+from service.api.callers import Callers, Context
 from service.api.gen.uno.audit.v1 import checkpoint_pb2 as pb
 from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc
 from service.audit.tournaments import ChainBroken, UnknownTournament, game_head, tournament_leaves
@@ -21,10 +21,9 @@ from service.checkpoints import Checkpoint, TournamentLeaf, game_checkpoint, pro
 from service.checkpoints.keyring import Keyring
 from service.checkpoints.receipts import check_receipts
 from service.checkpoints.tournament import tournament_tree
-from service.errors import InvalidInput, NotFound, Precondition
+from service.domain import limits
+from service.domain.errors import InvalidInput, NotFound, Precondition
 from service.store import EventStore
-
-from .callers import Callers, Context
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""The one mapping of the service's errors (:mod:`service.errors`) to gRPC statuses with rich details.
+"""The one mapping of the service's errors (:mod:`service.domain.errors`) to gRPC statuses with rich details.
 
 Every refusal becomes its status code, its message, and a ``google.rpc.ErrorInfo`` detail whose ``reason``
 is the error's machine reason (a rule id for a rule violation, ``VERSION_CONFLICT``, ``GAME_EXISTS``, …)
@@ -54,7 +54,7 @@ from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from service.errors import (
+from service.domain.errors import (
     AlreadyExists,
     Conflict,
     DataLoss,

@@ -1,4 +1,4 @@
-"""The server's side of the metrics (:mod:`service.metrics`): every call counted and timed, and the HTTP
+"""The server's side of the metrics (:mod:`service.ops.metrics`): every call counted and timed, and the HTTP
 endpoint Prometheus scrapes.
 
 :class:`CallMetrics` is the server's outermost interceptor: it sees each call of every service (health and
@@ -22,7 +22,7 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from prometheus_client import REGISTRY, start_http_server
 
-from service import metrics
+from service.ops import metrics
 
 #: ``grpc.StatusCode`` as the ``grpc_code`` label spells it (Go's ``codes.Code.String()``).
 CODE_LABELS = {

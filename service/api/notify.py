@@ -20,7 +20,7 @@ takes from the database URL (``keepalives_idle`` and friends).
 The notifier also bounds the streams a server holds open: :data:`MAX_STREAMS` in all, the client's quota
 per client application (a game's seats count against the client that created it, so minting seat tokens
 buys nothing) and a per-game cap on its spectators (:class:`~service.api.access.Quotas`); a stream beyond
-any is refused with :class:`~service.errors.ResourceExhausted` (reason ``STREAM_LIMIT``). A stream
+any is refused with :class:`~service.domain.errors.ResourceExhausted` (reason ``STREAM_LIMIT``). A stream
 catching up from far back reads :attr:`Notifier.page_size` events at a time and sends each page before
 reading the next, so its memory is bounded and a slow client slows only its own stream (gRPC's write
 waits for the client's flow-control window).
@@ -35,12 +35,11 @@ from collections.abc import AsyncIterator, Iterator
 
 import structlog
 
-from service.catalogue import type_name
-from service.errors import ResourceExhausted
+from service.api.access import Quotas, client_name
+from service.domain.catalogue import type_name
+from service.domain.errors import ResourceExhausted
 from service.rules.events import GameEnded
 from service.store import StoredEvent, StreamStore
-
-from .access import Quotas, client_name
 
 log = structlog.get_logger("uno_audit.notify")
 

@@ -34,7 +34,11 @@ from projections.check import check_game
 from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import DEFAULT_SET, run_projector
 from projections.quarantine import read_health
-from service import limits, metrics
+from service.api.access import Access
+from service.api.audit_servicer import AuditService
+from service.api.callers import Callers
+from service.api.checkpoint_servicer import CheckpointService
+from service.api.errors import ErrorStatuses
 from service.api.gen.uno.audit.v1 import (
     audit_pb2,
     audit_pb2_grpc,
@@ -43,24 +47,20 @@ from service.api.gen.uno.audit.v1 import (
     game_pb2,
     game_pb2_grpc,
 )
-from service.audit.auditor import Auditor
+from service.api.metrics import CallMetrics, Exporter, start_exporter
+from service.api.notify import MAX_STREAMS, Notifier
+from service.api.reflection import enable_reflection
+from service.api.servicer import GameService
+from service.api.tls import ServerTLS
+from service.app.auditor import Auditor
+from service.app.handler import CommandHandler
 from service.checkpoints import Signer
 from service.checkpoints.keyring import Keyring
+from service.domain import limits
+from service.domain.auth import token_hash
+from service.ops import metrics
 from service.store import EventStore
 from service.store.store import DEFAULT_TIMEOUT
-
-from .access import Access
-from .audit_servicer import AuditService
-from .auth import token_hash
-from .callers import Callers
-from .checkpoint_servicer import CheckpointService
-from .errors import ErrorStatuses
-from .handler import CommandHandler
-from .metrics import CallMetrics, Exporter, start_exporter
-from .notify import MAX_STREAMS, Notifier
-from .reflection import enable_reflection
-from .servicer import GameService
-from .tls import ServerTLS
 
 SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
 AUDIT_SERVICE_NAME = audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name
@@ -255,7 +255,7 @@ async def start_server(
     ``database_timeout`` bounds each wait for the database (:meth:`EventStore.open`). ``max_streams`` bounds
     the open ``WatchGame`` streams in all (:class:`Notifier`); ``access`` says whether creating needs a
     client key and what each client's quotas are (default: keyless, the default quotas).
-    ``metrics_listen`` (``host:port``) serves the Prometheus metrics (:mod:`service.metrics`) over HTTP;
+    ``metrics_listen`` (``host:port``) serves the Prometheus metrics (:mod:`service.ops.metrics`) over HTTP;
     ``tls`` makes the gRPC port TLS only (mutual TLS with a client CA). ``keyring`` signs the receipts
     and checkpoints (:mod:`service.checkpoints`); without one, a key made for this server alone signs
     them, which nobody can check after it stops: ``serve`` always passes one. ``reuse_port`` shares the
@@ -365,7 +365,7 @@ async def serve(
     by one, signing with ``reload_keyring()`` (the key file read again)."""
     configure_logging()
     if workers > 1:
-        from .workers import serve_workers
+        from service.api.workers import serve_workers
 
         await serve_workers(
             workers,

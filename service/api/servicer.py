@@ -20,11 +20,18 @@ from google.protobuf import struct_pb2, timestamp_pb2
 from projections import queries
 from projections.projector import DEFAULT_SET
 from projections.quarantine import read_health
-from service import limits, metrics
+from service.api import errors
+from service.api.callers import Callers
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.api.notify import Notifier
+from service.api.views import VARIANT_OF, event_message, game_view
+from service.app.handler import CommandHandler, Outcome
+from service.app.runner import stream_id_of
 from service.checkpoints.keyring import Keyring
-from service.errors import (
+from service.domain import limits
+from service.domain.auth import Caller, token_hash
+from service.domain.errors import (
     InvalidInput,
     NotFound,
     PermissionDenied,
@@ -33,6 +40,7 @@ from service.errors import (
     Unauthenticated,
     Unavailable,
 )
+from service.ops import metrics
 from service.rules import commands as cmd
 from service.rules.cards import Card, CardError, Colour
 from service.rules.events import Awaiting
@@ -40,15 +48,7 @@ from service.rules.fair import new_seed
 from service.rules.options import OptionError, make_options
 from service.rules.setup import valid_name
 from service.rules.violations import Rule
-from service.runner import stream_id_of
 from service.store import Cursor, EventStore
-
-from . import errors
-from .auth import Caller, token_hash
-from .callers import Callers
-from .handler import CommandHandler, Outcome
-from .notify import Notifier
-from .views import VARIANT_OF, event_message, game_view
 
 log = structlog.get_logger("uno_audit.api")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -78,8 +78,8 @@ def _deck(tokens: Any, field: str) -> tuple[Card, ...]:
 
 
 def _options(options: struct_pb2.Struct) -> dict[str, Any]:
-    """``CreateGame.options`` as plain values, bounded: at most :data:`~service.limits.MAX_OPTIONS` keys
-    of printable names, values nested at most :data:`~service.limits.MAX_OPTION_DEPTH` deep (which
+    """``CreateGame.options`` as plain values, bounded: at most :data:`~service.domain.limits.MAX_OPTIONS`
+    keys of printable names, values nested at most :data:`~service.domain.limits.MAX_OPTION_DEPTH` deep (which
     options exist and what each takes is the rules' business: :func:`make_options`)."""
     limits.count(options.fields, "options", limits.MAX_OPTIONS)
     for key in options.fields:

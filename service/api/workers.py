@@ -36,14 +36,13 @@ from prometheus_client import multiprocess, start_http_server
 
 from projections.migrate import apply_migrations as migrate_projections
 from projections.projector import run_projector
-from service import metrics
+from service.api.access import Access
+from service.api.metrics import Exporter
+from service.api.server import GRACE_SECONDS, ListenError, configure_logging, start_server, supervision_health
+from service.api.tls import ServerTLS
 from service.checkpoints.keyring import Keyring
 from service.checkpoints.keys import Signer, Verifier
-
-from .access import Access
-from .metrics import Exporter
-from .server import GRACE_SECONDS, ListenError, configure_logging, start_server, supervision_health
-from .tls import ServerTLS
+from service.ops import metrics
 
 #: What a worker process runs: a fresh interpreter, reading its :class:`WorkerPlan` from standard input.
 WORKER_CODE = "from service.api.workers import worker_main; worker_main()"
@@ -574,9 +573,8 @@ def worker_main() -> None:
     configure_logging(plan.log_format, plan.log_level, worker=plan.index)
     import psycopg
 
+    from service.api.tls import TLSError
     from service.store import StoreError
-
-    from .tls import TLSError
 
     try:
         asyncio.run(_work(plan, status))

@@ -24,11 +24,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.codec import canonical as encode
+from service.domain.entries import RecordImported, RecordLine
 from service.store import GENESIS_HASH, StoredEvent
+from service.store.canonical import canonical as encode
 from service.store.model import HASH_VERSIONS, event_hash, row_facts
-
-from .entries import RecordImported, RecordLine
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +44,8 @@ class ChainFinding:
 
 class _Contents:
     """The hash of a row's content (its type and payload, and the facts its hash version adds) at any
-    place of the chain, from the row's canonical bytes (:func:`service.codec.canonical`), each written
-    once however often a swap search asks for it."""
+    place of the chain, from the row's canonical bytes (:func:`service.store.canonical.canonical`), each
+    written once however often a swap search asks for it."""
 
     def __init__(self, rows: Sequence[StoredEvent], canonical: Sequence[bytes] | None) -> None:
         self.rows = rows

@@ -1,7 +1,7 @@
 """A stored game's report as typed values: the sections :func:`service.audit.stored_game.verify_game`
 adds to the rules report, the ruling of an adjudication, the rows of ``verify --all`` — and their JSON.
 
-As in :mod:`service.audit.report`, the values are built typed and become JSON only at the edges, through
+As in :mod:`service.records.report`, the values are built typed and become JSON only at the edges, through
 the ``to_json`` methods here (the shapes of ``docs/RECORD.md``, "A stored game's report"); the text is
 :mod:`service.audit.render`'s. Every number here is a position of the game's log.
 """
@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from service.domain.entries import DisputeRuled
+from service.records.report import Outcome, RulesReport, Ruling, Unit
 from service.rules.events import (
     CardDrawn,
     CardFlipped,
@@ -25,12 +27,9 @@ from service.rules.events import (
     RoundStarted,
 )
 
-from .entries import DisputeRuled
-from .report import Outcome, RulesReport, Ruling, Unit
-
 if TYPE_CHECKING:  # the event store's modules load only with a stored game
-    from .chain import ChainFinding
-    from .log import Dispute
+    from service.audit.chain import ChainFinding
+    from service.audit.log import Dispute
 
 #: Events that carry cards taken from the pile: a difference in one of them is a fair-dealing mismatch.
 CARD_EVENTS = frozenset(

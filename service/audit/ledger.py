@@ -19,10 +19,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from service.audit.chain import ChainFinding
 from service.store import GameRow, LedgerRow, StoredEvent
 from service.store.model import utc_text
-
-from .chain import ChainFinding
 
 
 @dataclass(frozen=True, slots=True)

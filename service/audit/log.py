@@ -1,21 +1,21 @@
 """A stored game's stream, read back as the record it stands for.
 
-The verifier judges records (:mod:`service.audit.verify`); a stored game becomes one here, so that a game
+The verifier judges records (:mod:`service.records.verify`); a stored game becomes one here, so that a game
 the service ran, a game imported from a table and a record file are all judged by the same replay:
 
 * a game the service ran (*live*): its events are grouped by the command that wrote them (the
   ``command_id`` of their metadata), each group is read back as the command it answered, and
-  :func:`service.audit.export.record_from_steps` writes the record. The command is read from the
+  :func:`service.records.export.record_from_steps` writes the record. The command is read from the
   events, not from the metadata (which the chain covers only from row hash version 2 on). The verifier replays
   the commands so read back as they are (:meth:`GameLog.commands`), judging each as its record line
   would be judged, without writing the record;
-* an *imported* game: its :class:`~service.audit.entries.RecordLine` entries are the record's text.
+* an *imported* game: its :class:`~service.domain.entries.RecordLine` entries are the record's text.
 
 Either way :class:`GameLog` knows which position of the stream each record line stands for (a live
 line: its command's first event; an imported line: its own entry), so reports and rulings can point
 into the log. Audit entries (disputes, rulings, a revealed seed) are kept apart from the game.
 
-Every row is read once, through the one catalogue (:mod:`service.catalogue`), row by row: a row it
+Every row is read once, through the one catalogue (:mod:`service.domain.catalogue`), row by row: a row it
 cannot read (an unknown type, a payload edited out of shape) is kept with the reason, not raised, so that
 a damaged log is still read as far as it goes and the verifier can say where it stops. (The catalogue's
 ``split`` reads a whole stream but stops at the first such row, which would hide everything after it.)
@@ -31,8 +31,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.catalogue import CATALOGUE, CatalogueError, Group, decode_entry, decode_event, type_name
-from service.codec import canonical as canonical_bytes
+from service.domain.catalogue import CATALOGUE, CatalogueError, Group, decode_entry, decode_event, type_name
+from service.domain.entries import (
+    DisputeFiled,
+    DisputeRuled,
+    Entry,
+    RecordImported,
+    RecordLine,
+    SeedRevealed,
+)
+from service.records.export import record_from_steps
+from service.records.record import GameRecord, RecordHeader, RoundBlock, read_record, write_record
 from service.rules.commands import (
     Accept,
     CallUno,
@@ -72,17 +81,7 @@ from service.rules.events import (
 )
 from service.rules.violations import Rule
 from service.store import StoredEvent
-
-from .entries import (
-    DisputeFiled,
-    DisputeRuled,
-    Entry,
-    RecordImported,
-    RecordLine,
-    SeedRevealed,
-)
-from .export import record_from_steps
-from .record import GameRecord, RecordHeader, RoundBlock, read_record, write_record
+from service.store.canonical import canonical as canonical_bytes
 
 #: The rows after which the seed is public: the game's end, or the adjudicator's early look.
 _SEED_PUBLIC = frozenset((type_name(GameEnded), type_name(SeedRevealed)))
@@ -218,15 +217,16 @@ class GameLog:
 
     @property
     def canonical(self) -> list[bytes]:
-        """The bytes each row's hash covers (:func:`service.codec.canonical` of its type and payload), in
-        row order: as read with the rows (:mod:`service.audit.rows`), else written now."""
+        """The bytes each row's hash covers (:func:`service.store.canonical.canonical` of its type and
+        payload), in row order: as read with the rows (:mod:`service.audit.rows`), else written now."""
         if self._canonical is None:
             self._canonical = [canonical_bytes(row.type, row.payload) for row in self.rows]
         return self._canonical
 
     def event_of(self, row: StoredEvent) -> Event:
         """The game event of ``row``: as decoded when the log was read, for one of its rows (another row is
-        decoded now). Raises :class:`~service.catalogue.CatalogueError` for a row that does not decode."""
+        decoded now). Raises :class:`~service.domain.catalogue.CatalogueError` for a row that does not
+        decode."""
         event = self._events.get(id(row))
         if event is None:
             return decode_event(row.type, row.payload)
@@ -273,7 +273,7 @@ class GameLog:
 
     def record_text(self) -> str:
         """An imported game's record, byte for byte as it was imported: the inverse of the import's split
-        (:meth:`service.audit.auditor.Auditor.import_record`)."""
+        (:meth:`service.app.auditor.Auditor.import_record`)."""
         assert self.imported is not None
         lines = [line.text for _, line in self.record_lines()]
         return "\n".join(lines) + ("\n" if self.imported.final_newline else "")
@@ -318,7 +318,7 @@ class GameLog:
     def commands(self, *, reveal: bool) -> LoggedRecord | LoggedCommands:
         """The game as the replay reads it: a live game's commands as read back from its events, before any
         record is written of them (:class:`LoggedCommands`, what :meth:`Replay.run_commands
-        <service.audit.verify.Replay.run_commands>` replays), an imported game's record (:meth:`record`).
+        <service.records.verify.Replay.run_commands>` replays), an imported game's record (:meth:`record`).
         The same positions and stored events, and the same errors, as :meth:`record`."""
         if self.imported is not None:
             return self._imported_record()
@@ -409,7 +409,7 @@ class _ReadBack:
 
 
 def _record_header(created: GameCreated, reveal: bool) -> RecordHeader:
-    """The header :func:`~service.audit.export.record_from_steps` writes for a live game read back."""
+    """The header :func:`~service.records.export.record_from_steps` writes for a live game read back."""
     return RecordHeader(
         variant=created.variant,
         players=created.players,

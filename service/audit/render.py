@@ -6,7 +6,7 @@ rulings, (a stored game's) disputes, rounds, scores, where the game could not be
 differ only where the reports do: a record's report counts lines, a stored game's positions of its log,
 and only a stored game has the sections and disputes. :func:`render_adjudication` and
 :func:`render_summary` write ``adjudicate`` and ``verify --all`` with the same pieces. The reports are
-typed (:mod:`service.audit.report`, :mod:`service.audit.game_report`); their JSON is their own.
+typed (:mod:`service.records.report`, :mod:`service.audit.game_report`); their JSON is their own.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from service.rules.cards import Card, Colour
-
-from .game_report import (
+from service.audit.game_report import (
     Adjudication,
     GameReport,
     GameSummary,
@@ -28,10 +26,19 @@ from .game_report import (
     SeedStatus,
     StoredForm,
 )
-from .report import Evidence, Finding, Outcome, RulesReport, Ruling, StackedChallengeEvidence, Unit
+from service.records.report import (
+    Evidence,
+    Finding,
+    Outcome,
+    RulesReport,
+    Ruling,
+    StackedChallengeEvidence,
+    Unit,
+)
+from service.rules.cards import Card, Colour
 
 if TYPE_CHECKING:  # the event store's modules load only with a stored game
-    from .log import Dispute
+    from service.audit.log import Dispute
 
 _TABLE_SAID = {True: "the table agreed", False: "THE TABLE DISAGREED", None: "the table did not say"}
 

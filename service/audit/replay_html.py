@@ -6,7 +6,7 @@ whose turn, every hand drawn as cards — with each violation, ruling and disput
 belongs to (its rule id and its evidence: the hand, the matching cards, where the UNO window opened and
 closed), the hash chain and seed status, and the scores by round as an inline SVG chart.
 
-The tables come from the verifier's own replay (:class:`~service.audit.verify.Replay`), which applies
+The tables come from the verifier's own replay (:class:`~service.records.verify.Replay`), which applies
 every line through the rules engine; :class:`_Recorder` only keeps the state it reached after each line,
 so the page shows exactly the table the report judged. The findings come from the typed report.
 
@@ -18,7 +18,7 @@ Its Content-Security-Policy allows that one script and its stylesheet, by hash, 
 that ever got past the escaping would still run no script and fetch nothing.
 
 ``seat`` gives a seat's view: its own hand, the other hands as counts, every event and every piece of
-evidence through the service's one redaction (:func:`service.api.views.redact`), as the seat's event
+evidence through the service's one redaction (:func:`service.domain.visibility.redact`), as the seat's event
 stream would show them. Without it the page is the adjudicator's, who sees every card.
 """
 
@@ -34,19 +34,18 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from service.api.auth import Caller
-from service.api.views import redact
-from service.catalogue import encode, type_name
+from service.audit.game_report import GameReport
+from service.audit.log import Dispute, GameLog, LogError
+from service.domain.auth import Caller
+from service.domain.catalogue import encode, type_name
+from service.domain.entries import DisputeRuled
+from service.domain.visibility import redact
+from service.records.record import Action, ActionKind, GameRecord, RoundLine
+from service.records.report import Finding, Outcome, RulesReport, Ruling
+from service.records.verify import Replay, Report
 from service.rules.events import Event, Prompted
 from service.rules.state import State
 from service.rules.violations import Rule
-
-from .entries import DisputeRuled
-from .game_report import GameReport
-from .log import Dispute, GameLog, LogError
-from .record import Action, ActionKind, GameRecord, RoundLine
-from .report import Finding, Outcome, RulesReport, Ruling
-from .verify import Replay, Report
 
 #: The event fields that name a seat: shown as the player's name.
 _SEAT_FIELDS = frozenset(("player", "target", "by", "offender", "winner", "dealer", "other"))
@@ -107,7 +106,7 @@ class _Source:
 def record_replay_html(
     record: GameRecord, report: RulesReport, *, seat: int | None = None, title: str = "game record"
 ) -> str:
-    """The replay page of a record file, judged by ``report`` (:func:`~service.audit.verify.verify_record`
+    """The replay page of a record file, judged by ``report`` (:func:`~service.records.verify.verify_record`
     of the same record); ``seat``: that seat's view (see the module docstring)."""
     header = record.header
     seed: tuple[bool | None, str]
@@ -137,7 +136,7 @@ def record_replay_html(
 def game_replay_html(log: GameLog, report: GameReport, *, seat: int | None = None) -> str:
     """The replay page of a stored game, judged by ``report`` (:func:`~service.audit.stored_game.
     verify_game` of the same log); positions are the log's. Raises :class:`~service.audit.log.LogError`
-    (or :class:`~service.audit.record.RecordError`) for a log that cannot be read back as a record,
+    (or :class:`~service.records.record.RecordError`) for a log that cannot be read back as a record,
     which has no positions to step through."""
     unreadable = report.unreadable
     if report.rules is None or unreadable is not None:

@@ -6,8 +6,8 @@ chain check). Read through :meth:`EventStore.read_stream <service.store.EventSto
 parses every payload and metadata with ``json.loads`` and the chain check writes every payload back with
 ``json.dumps``: most of what verifying from the store cost beyond verifying a record file. Here the rows
 come as JSON text (:meth:`~service.store.streams.PostgresStreams.read_stream_text`) and
-:func:`service.codec.load_canonical` makes both forms of each payload at once, exactly as the standard
-library would (the golden hashes do not move).
+:func:`service.store.canonical.load_canonical` makes both forms of each payload at once, exactly as the
+standard library would (the golden hashes do not move).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from service.codec import load_canonical
 from service.rules.events import Event
 from service.store import EventStore, StoredEvent
+from service.store.canonical import load_canonical
 
 #: The most payloads (and events) a :class:`StreamCache` keeps; past it, it starts again empty.
 CACHE_LIMIT = 50_000
@@ -29,7 +29,7 @@ CACHE_LIMIT = 50_000
 
 class StreamCache:
     """Payloads parsed and events decoded, kept from one stream to the next while games are read together
-    (:meth:`Auditor.verify_many <service.audit.auditor.Auditor.verify_many>`). Games repeat their events,
+    (:meth:`Auditor.verify_many <service.app.auditor.Auditor.verify_many>`). Games repeat their events,
     within a game and from one game to the next (the same prompts, the same cards drawn and played): a
     payload text met again is not parsed again (``payloads``: by type and text, the parsed payload and its
     canonical bytes), nor its event decoded again (``events``: by canonical bytes, which say exactly what
@@ -51,7 +51,7 @@ class StreamCache:
 @dataclass(frozen=True, slots=True)
 class StreamRows:
     """A game's stored events in version order, and the canonical bytes of each (``canonical[i]`` is
-    :func:`service.codec.canonical` of ``rows[i]``)."""
+    :func:`service.store.canonical.canonical` of ``rows[i]``)."""
 
     rows: list[StoredEvent]
     canonical: list[bytes]

@@ -1,6 +1,6 @@
 """Verify and adjudicate a stored game: the record verifier, pointed at the log.
 
-:func:`verify_game` gives a stored game's full report: what :func:`service.audit.verify.verify_record`
+:func:`verify_game` gives a stored game's full report: what :func:`service.records.verify.verify_record`
 finds in the record the game stands for (violations, rulings, rounds, scores, the final table), every
 reference given as a position of the game's stream, plus
 
@@ -25,17 +25,8 @@ from __future__ import annotations
 
 import hashlib
 
-from service.catalogue import encode, type_name
-from service.rules.commands import Catch
-from service.rules.events import Event, GameEnded
-from service.rules.state import State
-from service.rules.uno import catch_reason
-from service.rules.violations import Rule
-from service.store import StoredEvent
-
-from .chain import check_chain, check_import
-from .entries import DisputeKind
-from .game_report import (
+from service.audit.chain import check_chain, check_import
+from service.audit.game_report import (
     Adjudication,
     ChainSection,
     Divergence,
@@ -49,11 +40,27 @@ from .game_report import (
     SeedStatus,
     StoredForm,
 )
-from .ledger import Beside, check_catalogue, check_ledger
-from .log import GameLog, LogError, LoggedCommands, LoggedRecord, last_line, record_sha256, truncated
-from .record import Action, ActionKind, GameRecord, RecordError, read_record
-from .report import Outcome, RulesReport, Ruling
-from .verify import Replay, Report
+from service.audit.ledger import Beside, check_catalogue, check_ledger
+from service.audit.log import (
+    GameLog,
+    LogError,
+    LoggedCommands,
+    LoggedRecord,
+    last_line,
+    record_sha256,
+    truncated,
+)
+from service.domain.catalogue import encode, type_name
+from service.domain.entries import DisputeKind
+from service.records.record import Action, ActionKind, GameRecord, RecordError, read_record
+from service.records.report import Outcome, RulesReport, Ruling
+from service.records.verify import Replay, Report
+from service.rules.commands import Catch
+from service.rules.events import Event, GameEnded
+from service.rules.state import State
+from service.rules.uno import catch_reason
+from service.rules.violations import Rule
+from service.store import StoredEvent
 
 #: The stored type of the event that ends a game.
 _GAME_ENDED = type_name(GameEnded)

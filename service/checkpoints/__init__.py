@@ -29,7 +29,7 @@ Keys (:mod:`.keys`) are the Go ``sumdb/note`` key strings; ``uno-audit keygen`` 
 here is pure computation over bytes, except reading and writing key files.
 """
 
-from .checkpoint import (
+from service.checkpoints.checkpoint import (
     Checkpoint,
     CheckpointError,
     Receipt,
@@ -40,7 +40,7 @@ from .checkpoint import (
     open_checkpoint,
     open_game_receipt,
 )
-from .keys import (
+from service.checkpoints.keys import (
     KEY_ENV,
     KeyFormatError,
     Signer,
@@ -51,7 +51,7 @@ from .keys import (
     signer_from_environment,
     write_signer,
 )
-from .merkle import (
+from service.checkpoints.merkle import (
     EMPTY_ROOT,
     MerkleTree,
     ProofError,
@@ -60,7 +60,7 @@ from .merkle import (
     verify_consistency,
     verify_inclusion,
 )
-from .note import (
+from service.checkpoints.note import (
     MAX_LINE_BYTES,
     MAX_NOTE_BYTES,
     MAX_SIGNATURES,
@@ -76,7 +76,7 @@ from .note import (
     sign_checked,
     sign_text,
 )
-from .tournament import (
+from service.checkpoints.tournament import (
     GameInclusion,
     TournamentLeaf,
     prove_game,

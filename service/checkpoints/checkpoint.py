@@ -27,9 +27,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .keys import Signer, Verifier, check_key_name
-from .merkle import HASH_SIZE, MAX_TREE_SIZE
-from .note import (
+from service.checkpoints.keys import Signer, Verifier, check_key_name
+from service.checkpoints.merkle import HASH_SIZE, MAX_TREE_SIZE
+from service.checkpoints.note import (
     MAX_LINE_BYTES,
     Note,
     NoteError,

@@ -12,8 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import game_checkpoint
-from .keys import KeyFormatError, Signer, Verifier, load_signer, signer_from_environment, write_signer
+from service.checkpoints.checkpoint import game_checkpoint
+from service.checkpoints.keys import (
+    KeyFormatError,
+    Signer,
+    Verifier,
+    load_signer,
+    signer_from_environment,
+    write_signer,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ import binascii
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .keys import KeyFormatError, Signer, Verifier, check_key_name
+from service.checkpoints.keys import KeyFormatError, Signer, Verifier, check_key_name
 
 MAX_NOTE_BYTES = 64 * 1024
 """The largest signed note accepted, in bytes (UTF-8)."""

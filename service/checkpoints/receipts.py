@@ -20,12 +20,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.codec import canonical
+from service.checkpoints.checkpoint import open_game_receipt
+from service.checkpoints.keys import Verifier
+from service.checkpoints.note import MAX_NOTE_BYTES, NoteError, NoteVerificationError
+from service.store.canonical import canonical
 from service.store.model import GENESIS_HASH, HASH_VERSIONS, StoredEvent, event_hash, row_facts
-
-from .checkpoint import open_game_receipt
-from .keys import Verifier
-from .note import MAX_NOTE_BYTES, NoteError, NoteVerificationError
 
 #: The most receipts one check reads: a player keeps one per command, and a game is bounded.
 MAX_RECEIPTS = 100_000

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .checkpoint import Checkpoint, CheckpointError, Receipt
-from .keys import check_key_name
-from .merkle import HASH_SIZE, MerkleTree, leaf_hash, verify_inclusion
+from service.checkpoints.checkpoint import Checkpoint, CheckpointError, Receipt
+from service.checkpoints.keys import check_key_name
+from service.checkpoints.merkle import HASH_SIZE, MerkleTree, leaf_hash, verify_inclusion
 
 MAX_GAME_ID_BYTES = 1024
 """The longest game id a leaf holds, in UTF-8 bytes (the service takes ids of at most 128 characters)."""

@@ -14,14 +14,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.play.bots import Habits, RandomBot, SensibleBot
 from service.rules.commands import Command, CreateGame, StartRound
 from service.rules.decide import create, execute
 from service.rules.events import Awaiting, Event
 from service.rules.options import UNSUPPORTED, Options, Stacking, Variant, make_options
 from service.rules.state import State, conservation_error, evolve, fold, new_state
 from service.rules.violations import Violation
-
-from .bots import Habits, RandomBot, SensibleBot
 
 #: A game that has not ended after this many accepted commands is reported as not terminating.
 MAX_COMMANDS = 200_000

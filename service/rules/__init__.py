@@ -8,8 +8,8 @@ Each rule family has one module (:mod:`service.rules.decide` lists them), and ``
 (:mod:`service.rules.rule_sets`) is the one place where the four rule sets differ in play.
 """
 
-from .cards import DECKS, Card, CardError, Colour, Face, card, cards
-from .commands import (
+from service.rules.cards import DECKS, Card, CardError, Colour, Face, card, cards
+from service.rules.commands import (
     NO_SUPPLY,
     Accept,
     CallUno,
@@ -26,13 +26,13 @@ from .commands import (
     StartRound,
     Supply,
 )
-from .decide import check, create, decide, execute, resolve
-from .events import Awaiting, Event
-from .legality import playable
-from .options import OptionError, Options, Variant, make_options
-from .rule_sets import RULE_SETS, RuleSet
-from .state import State, conservation_error, evolve, fold, new_state
-from .violations import CommandError, Impossible, Rule, Violation
+from service.rules.decide import check, create, decide, execute, resolve
+from service.rules.events import Awaiting, Event
+from service.rules.legality import playable
+from service.rules.options import OptionError, Options, Variant, make_options
+from service.rules.rule_sets import RULE_SETS, RuleSet
+from service.rules.state import State, conservation_error, evolve, fold, new_state
+from service.rules.violations import CommandError, Impossible, Rule, Violation
 
 __all__ = [
     "DECKS",

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from . import house
-from .cards import Face
-from .classic import next_turn
-from .engine import Act, Effect, Played
-from .events import Awaiting, DirectionReversed, HandsTraded
-from .options import CustomAction
-from .state import State
-from .violations import Rule, Violation
+from service.rules import house
+from service.rules.cards import Face
+from service.rules.classic import next_turn
+from service.rules.engine import Act, Effect, Played
+from service.rules.events import Awaiting, DirectionReversed, HandsTraded
+from service.rules.options import CustomAction
+from service.rules.state import State
+from service.rules.violations import Rule, Violation
 
 #: A Wild Hit-Fire victim presses until a card fires; this many empty presses in a row end it anyway
 #: (a launcher distribution that almost never fires must not hang the game).

@@ -8,11 +8,11 @@ Draw Four, with its answer and challenge, is a family of its own (:mod:`service.
 
 from __future__ import annotations
 
-from . import house, wild_draw_four
-from .cards import Face
-from .engine import Act, Effect, Played
-from .events import Awaiting, DirectionReversed
-from .violations import Rule
+from service.rules import house, wild_draw_four
+from service.rules.cards import Face
+from service.rules.engine import Act, Effect, Played
+from service.rules.events import Awaiting, DirectionReversed
+from service.rules.violations import Rule
 
 
 def next_turn(act: Act, played: Played) -> None:

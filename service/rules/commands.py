@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .cards import Card, Colour
-from .options import Options, Variant
+from service.rules.cards import Card, Colour
+from service.rules.options import Options, Variant
 
 PressOutcome = int | tuple[Card, ...]
 """What one launcher press fired as a table reported it: a count (known pile order) or the cards."""

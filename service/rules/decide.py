@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from . import engine, house, setup, turn, uno, wild_draw_four
-from .commands import (
+from service.rules import engine, house, setup, turn, uno, wild_draw_four
+from service.rules.commands import (
     NO_SUPPLY,
     Accept,
     CallUno,
@@ -43,12 +43,12 @@ from .commands import (
     Reshuffle,
     StartRound,
 )
-from .engine import Act
-from .events import Awaiting, Event
-from .rule_sets import RULE_SETS
-from .setup import create
-from .state import State
-from .violations import CommandError, Rule, Violation, require_seat
+from service.rules.engine import Act
+from service.rules.events import Awaiting, Event
+from service.rules.rule_sets import RULE_SETS
+from service.rules.setup import create
+from service.rules.state import State
+from service.rules.violations import CommandError, Rule, Violation, require_seat
 
 __all__ = ["CommandError", "check", "create", "decide", "execute", "resolve"]
 

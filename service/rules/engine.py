@@ -22,10 +22,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final
 
-from . import fair
-from .cards import Card, Colour, hand_points
-from .commands import Play, Reshuffle, Supply
-from .events import (
+from service.rules import fair
+from service.rules.cards import Card, Colour, hand_points
+from service.rules.commands import Play, Reshuffle, Supply
+from service.rules.events import (
     Awaiting,
     CardDrawn,
     CardFlipped,
@@ -39,8 +39,8 @@ from .events import (
     Prompted,
     RoundEnded,
 )
-from .state import HANDLERS, State, canonical, on_prompted
-from .violations import Impossible, Rule, Violation
+from service.rules.state import HANDLERS, State, canonical, on_prompted
+from service.rules.violations import Impossible, Rule, Violation
 
 
 class Played:

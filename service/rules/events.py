@@ -23,9 +23,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .cards import Card, Colour
-from .options import Options, Variant
-from .violations import Rule
+from service.rules.cards import Card, Colour
+from service.rules.options import Options, Variant
+from service.rules.violations import Rule
 
 
 class Awaiting(enum.Enum):

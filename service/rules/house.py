@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .cards import Card, Face
-from .commands import Accept, Challenge, Draw, Pass, Play
-from .engine import Act, Played
-from .events import Awaiting, HandsRotated, HandsTraded, JumpedIn, StackAccepted
-from .legality import identical, playable, stackable, stacks_on
-from .options import Variant
-from .state import State
-from .violations import Rule, Violation
+from service.rules.cards import Card, Face
+from service.rules.commands import Accept, Challenge, Draw, Pass, Play
+from service.rules.engine import Act, Played
+from service.rules.events import Awaiting, HandsRotated, HandsTraded, JumpedIn, StackAccepted
+from service.rules.legality import identical, playable, stackable, stacks_on
+from service.rules.options import Variant
+from service.rules.state import State
+from service.rules.violations import Rule, Violation
 
 #: How a rule set makes a player take cards: ``(act, seat, count, cause)`` (drawn, or launcher presses).
 Impose = Callable[[Act, int, int, Rule], None]

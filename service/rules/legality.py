@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from .cards import Card, Colour, Face
-from .options import CustomAction, Options, Stacking
+from service.rules.cards import Card, Colour, Face
+from service.rules.options import CustomAction, Options, Stacking
 
 
 def playable(card: Card, top: Card, colour: Colour | None) -> bool:

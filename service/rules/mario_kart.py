@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from . import classic
-from .cards import Colour, Face
-from .engine import Act, Effect, Played
-from .events import Awaiting
-from .violations import Rule
+from service.rules import classic
+from service.rules.cards import Colour, Face
+from service.rules.engine import Act, Effect, Played
+from service.rules.events import Awaiting
+from service.rules.violations import Rule
 
 
 def item_box(act: Act, played: Played) -> None:

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from . import attack, classic, mario_kart, sonic
-from .cards import Face
-from .commands import Draw, Press
-from .engine import Act, Effect
-from .options import Variant
-from .violations import Rule, Violation
+from service.rules import attack, classic, mario_kart, sonic
+from service.rules.cards import Face
+from service.rules.commands import Draw, Press
+from service.rules.engine import Act, Effect
+from service.rules.options import Variant
+from service.rules.violations import Rule, Violation
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from . import fair
-from .cards import Card
-from .commands import CreateGame, StartRound
-from .engine import Act
-from .events import Awaiting, DealerDrawn, GameCreated, RoundStarted
-from .options import DealerSelection
-from .rule_sets import RULE_SETS
-from .state import HAND_SIZE, State
-from .violations import Impossible, Rule, Violation, require_seat
+from service.rules import fair
+from service.rules.cards import Card
+from service.rules.commands import CreateGame, StartRound
+from service.rules.engine import Act
+from service.rules.events import Awaiting, DealerDrawn, GameCreated, RoundStarted
+from service.rules.options import DealerSelection
+from service.rules.rule_sets import RULE_SETS
+from service.rules.state import HAND_SIZE, State
+from service.rules.violations import Impossible, Rule, Violation, require_seat
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 10
 #: The longest player name (``setup.players``): names are shown, stored and keyed on, so they are bounded.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import classic
-from .cards import Face
-from .engine import Act, Effect, Played
-from .violations import Rule
+from service.rules import classic
+from service.rules.cards import Face
+from service.rules.engine import Act, Effect, Played
+from service.rules.violations import Rule
 
 
 def victory_lap(act: Act, played: Played) -> None:

@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, NamedTuple
 
-from .cards import DECKS, Card, Colour, Face
-from .events import (
+from service.rules.cards import DECKS, Card, Colour, Face
+from service.rules.events import (
     Awaiting,
     CardDrawn,
     CardFlipped,
@@ -47,9 +47,9 @@ from .events import (
     Wd4Accepted,
     Wd4Challenged,
 )
-from .legality import PENALTIES, rotates_hands, stackable, trades_hands
-from .options import Options, Variant, deck_name
-from .violations import Rule
+from service.rules.legality import PENALTIES, rotates_hands, stackable, trades_hands
+from service.rules.options import Options, Variant, deck_name
+from service.rules.violations import Rule
 
 HAND_SIZE = 7
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
-from . import attack, classic, house, uno, wild_draw_four
-from .cards import Card, Face
-from .commands import Choose, Draw, Pass, Play, Press
-from .engine import Act, Played, card_played
-from .events import Awaiting, ColourChosen, Passed
-from .legality import discard_all_extras, names_target, playable
-from .rule_sets import RULE_SETS
-from .state import State
-from .violations import Impossible, Rule, Violation, require_seat
+from service.rules import attack, classic, house, uno, wild_draw_four
+from service.rules.cards import Card, Face
+from service.rules.commands import Choose, Draw, Pass, Play, Press
+from service.rules.engine import Act, Played, card_played
+from service.rules.events import Awaiting, ColourChosen, Passed
+from service.rules.legality import discard_all_extras, names_target, playable
+from service.rules.rule_sets import RULE_SETS
+from service.rules.state import State
+from service.rules.violations import Impossible, Rule, Violation, require_seat
 
 # The enum members a command's hot path tests, as module constants: Python 3.11 reads ``Awaiting.PLAY``
 # through ``EnumType.__getattr__`` (some 70 ns a time; a command tests a dozen), a constant costs a name.

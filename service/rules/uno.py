@@ -12,13 +12,13 @@ closes it, and a player who takes cards no longer holds one.
 
 from __future__ import annotations
 
-from .commands import CallUno, Catch, Play
-from .engine import Act
-from .events import UnoCalled, UnoCaught
-from .legality import cards_left
-from .rule_sets import RULE_SETS
-from .state import State
-from .violations import Rule, Violation, require_seat
+from service.rules.commands import CallUno, Catch, Play
+from service.rules.engine import Act
+from service.rules.events import UnoCalled, UnoCaught
+from service.rules.legality import cards_left
+from service.rules.rule_sets import RULE_SETS
+from service.rules.state import State
+from service.rules.violations import Rule, Violation, require_seat
 
 #: How many cards a caught player takes (``uno.penalty``): drawn, or pressed for in UNO Attack.
 PENALTY = 2

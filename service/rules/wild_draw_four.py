@@ -16,13 +16,13 @@ challenge is heard at all.
 
 from __future__ import annotations
 
-from . import house
-from .commands import Accept, Challenge
-from .engine import Act, Played
-from .events import Awaiting, Wd4Accepted, Wd4Challenged
-from .legality import wd4_matching
-from .state import State
-from .violations import Impossible, Rule, Violation
+from service.rules import house
+from service.rules.commands import Accept, Challenge
+from service.rules.engine import Act, Played
+from service.rules.events import Awaiting, Wd4Accepted, Wd4Challenged
+from service.rules.legality import wd4_matching
+from service.rules.state import State
+from service.rules.violations import Impossible, Rule, Violation
 
 # --- the effect ------------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@
 * :mod:`service.store.store` — :class:`EventStore`, the PostgreSQL store the service runs on, composed of
   :mod:`service.store.streams` and :mod:`service.store.games`; :mod:`service.store.group_commit` sends the
   appends that wait at the same time together;
-* :mod:`service.store.global_order` and :mod:`service.store.checkpoints` — PostgreSQL's gap-free reader
+* :mod:`service.store.global_order` and :mod:`service.store.cursors` — PostgreSQL's gap-free reader
   and its followers' checkpoints, shared with the projector;
 * :mod:`service.store.memory` — :class:`MemoryStore`, the same contract in memory;
 * :mod:`service.store.migrate` — the schema's migrations.
@@ -14,11 +14,18 @@
 See ``docs/DESIGN.md`` ("The event store") for why.
 """
 
-from .errors import CommandReused, GameExists, GameNotFound, LedgerMismatch, StoreError, VersionConflict
-from .interface import GameCatalogue, Store, StreamStore, Wakeups
-from .memory import MemoryStore
-from .migrate import MigrationError, apply_migrations, migrations
-from .model import (
+from service.store.errors import (
+    CommandReused,
+    GameExists,
+    GameNotFound,
+    LedgerMismatch,
+    StoreError,
+    VersionConflict,
+)
+from service.store.interface import GameCatalogue, Store, StreamStore, Wakeups
+from service.store.memory import MemoryStore
+from service.store.migrate import MigrationError, apply_migrations, migrations
+from service.store.model import (
     GENESIS_HASH,
     AppendResult,
     Cursor,
@@ -29,8 +36,8 @@ from .model import (
     chain_hash,
     cursor_of,
 )
-from .store import APP_ROLE, EventStore
-from .streams import Listener
+from service.store.store import APP_ROLE, EventStore
+from service.store.streams import Listener
 
 __all__ = [
     "APP_ROLE",

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import StoreError
-from .global_order import Connection
+from service.store.errors import StoreError
+from service.store.global_order import Connection
 
 #: The catalogue's client of a game created without a key (every keyless caller is this one client).
 ANONYMOUS = ""

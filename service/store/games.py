@@ -14,10 +14,10 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .global_order import Connection
-from .interface import GameCatalogue
-from .model import DISPUTE_TYPES, GameRow, StoredEvent, check_limit
-from .streams import EVENT_COLUMNS, stored_event
+from service.store.global_order import Connection
+from service.store.interface import GameCatalogue
+from service.store.model import DISPUTE_TYPES, GameRow, StoredEvent, check_limit
+from service.store.streams import EVENT_COLUMNS, stored_event
 
 #: The catalogue's rows of a new game, as CTEs: ``game`` returns the game id (nothing if it is taken). Its
 #: ``created_at`` is the time its first events are hashed with (``recorded_at``, the write's parameter).

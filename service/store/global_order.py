@@ -31,7 +31,7 @@ from typing import Any, LiteralString, TypeAlias
 import psycopg
 from psycopg import sql
 
-from .model import Cursor, check_limit
+from service.store.model import Cursor, check_limit
 
 Connection: TypeAlias = psycopg.AsyncConnection[tuple[Any, ...]]
 

@@ -48,9 +48,9 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import GameNotFound, StoreError, VersionConflict
-from .global_order import Connection
-from .model import HASH_VERSION, AppendResult, Batch, utc_text
+from service.store.errors import GameNotFound, StoreError, VersionConflict
+from service.store.global_order import Connection
+from service.store.model import HASH_VERSION, AppendResult, Batch, utc_text
 
 #: The most commands in one group: enough to carry 64 games' commands at once, small enough that one
 #: statement stays short (a group is one transaction, and the gap-free reader waits for it).

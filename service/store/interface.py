@@ -30,7 +30,16 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from .model import START, AppendResult, CommandRow, Cursor, GameRow, LedgerRow, NewEvent, StoredEvent
+from service.store.model import (
+    START,
+    AppendResult,
+    CommandRow,
+    Cursor,
+    GameRow,
+    LedgerRow,
+    NewEvent,
+    StoredEvent,
+)
 
 
 class Wakeups(Protocol):

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .errors import CommandReused, GameExists, GameNotFound, StoreError, VersionConflict
-from .interface import Store, Wakeups
-from .model import (
+from service.store.errors import CommandReused, GameExists, GameNotFound, StoreError, VersionConflict
+from service.store.interface import Store, Wakeups
+from service.store.model import (
     DISPUTE_TYPES,
     GENESIS_HASH,
     START,

@@ -45,8 +45,8 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 
-from .errors import StoreError
-from .global_order import Connection
+from service.store.errors import StoreError
+from service.store.global_order import Connection
 
 _FILE_NAME = re.compile(r"(\d{4}_[a-z0-9_]+)\.sql")
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
-from service.codec import canonical
-
-from .errors import LedgerMismatch, StoreError
+from service.store.canonical import canonical
+from service.store.errors import LedgerMismatch, StoreError
 
 GENESIS_HASH = bytes(32)
 """The ``prev_hash`` of every game's version 1."""
@@ -29,7 +28,7 @@ HASH_VERSIONS = (1, 2)
 """Every row hash version a writer has used."""
 
 DISPUTE_TYPES = ("DisputeFiled", "DisputeRuled")
-"""The stored types of the audit trail's disputes and rulings (:mod:`service.audit.entries`), which the
+"""The stored types of the audit trail's disputes and rulings (:mod:`service.domain.entries`), which the
 catalogue looks up across games."""
 
 CommandRow: TypeAlias = tuple[bytes, int, int]
@@ -89,7 +88,8 @@ def agreed(game_id: str, command_id: str, ledger: CommandRow | None, carried: Ca
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
-    """An event to append: its type name and its JSON payload (see :func:`service.catalogue.encode`)."""
+    """An event to append: its type name and its JSON payload (see
+    :func:`service.domain.catalogue.encode`)."""
 
     type: str
     payload: dict[str, Any]
@@ -159,8 +159,8 @@ def chain_hash(prev_hash: bytes, game_id: str, version: int, type: str, payload:
     canonical)``.
 
     ``game_id`` is UTF-8, ``version`` decimal ASCII digits, and ``canonical`` is
-    :func:`service.codec.canonical` of ``(type, payload)``: sorted keys, no spaces, UTF-8. Linking each
-    event to its predecessor's hash means that changing, removing or reordering any stored event changes
+    :func:`service.store.canonical.canonical` of ``(type, payload)``: sorted keys, no spaces, UTF-8. Linking
+    each event to its predecessor's hash means that changing, removing or reordering any stored event changes
     every later hash, which the verifier detects by recomputing the chain from ``GENESIS_HASH``. The game
     id and version are hashed too so an event cannot be moved to another game or place unnoticed. The
     framing is unambiguous: canonical JSON contains no raw newline and starts with ``{``, so the last two

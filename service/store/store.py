@@ -23,16 +23,16 @@ from typing import Any, Self
 from psycopg import errors as pg_errors
 from psycopg_pool import AsyncConnectionPool
 
-from .clients import PostgresClients
-from .errors import GameExists
-from .games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
-from .global_order import Connection
-from .group_commit import DEFAULT_MAX_BATCH
-from .interface import Store
-from .migrate import APP_ROLE as APP_ROLE
-from .migrate import apply_migrations
-from .model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create
-from .streams import PostgresStreams, maybe_earlier_result, write_params, write_statement
+from service.store.clients import PostgresClients
+from service.store.errors import GameExists
+from service.store.games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
+from service.store.global_order import Connection
+from service.store.group_commit import DEFAULT_MAX_BATCH
+from service.store.interface import Store
+from service.store.migrate import APP_ROLE as APP_ROLE
+from service.store.migrate import apply_migrations
+from service.store.model import GENESIS_HASH, AppendResult, Batch, NewEvent, check_create
+from service.store.streams import PostgresStreams, maybe_earlier_result, write_params, write_statement
 
 #: Seconds to wait for the database (see :meth:`EventStore.open`).
 DEFAULT_TIMEOUT = 5.0

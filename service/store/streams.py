@@ -19,7 +19,7 @@ What it guarantees, and where each guarantee lives:
   (``duplicate=True``) while nothing is appended, and the same id with another request is
   :class:`CommandReused`. The ledger lives with its game's events, under a key that carries ``game_id``
   like every other key of the store (``deploy/citus.sql``): a retried creation is recognised because the
-  application derives a new game's id from its command id (:func:`service.runner.create_stream`).
+  application derives a new game's id from its command id (:func:`service.app.runner.create_stream`).
 * **Immutability.** Triggers reject UPDATE, DELETE and TRUNCATE of ``events`` and ``commands`` for
   everyone, and the pool's connections run as the role ``uno_audit_app``, which may only SELECT and
   INSERT (see ``migrations/``).
@@ -43,11 +43,11 @@ from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from .errors import CommandReused, GameNotFound, LedgerMismatch, StoreError, VersionConflict
-from .global_order import Connection, GlobalReader
-from .group_commit import DEFAULT_MAX_BATCH, GroupCommit, Pending
-from .interface import StreamStore, Wakeups
-from .model import (
+from service.store.errors import CommandReused, GameNotFound, LedgerMismatch, StoreError, VersionConflict
+from service.store.global_order import Connection, GlobalReader
+from service.store.group_commit import DEFAULT_MAX_BATCH, GroupCommit, Pending
+from service.store.interface import StreamStore, Wakeups
+from service.store.model import (
     GENESIS_HASH,
     HASH_VERSION,
     START,
@@ -284,8 +284,8 @@ class PostgresStreams(StreamStore):
     async def read_stream_text(self, game_id: str) -> list[tuple[Any, ...]]:
         """The game's whole stream as rows of :data:`EVENT_COLUMNS`, but with ``payload`` and ``metadata`` as
         their JSON text: for a reader that parses each payload once, its own way, for more than one use (the
-        verifier: the value and the hash chain's bytes, :func:`service.codec.load_canonical`). In binary
-        format: the hashes and times arrive without text to parse."""
+        verifier: the value and the hash chain's bytes, :func:`service.store.canonical.load_canonical`). In
+        binary format: the hashes and times arrive without text to parse."""
         columns = EVENT_COLUMNS.replace("e.payload, e.metadata", "e.payload::text, e.metadata::text")
         query = f"SELECT {columns} FROM events e WHERE e.game_id = %s ORDER BY e.version"
         async with self._pool.connection() as conn:

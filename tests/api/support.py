@@ -17,7 +17,7 @@ from grpc_status import rpc_status
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.catalogue import decode_event
+from service.domain.catalogue import decode_event
 from service.rules.cards import DECKS, Card
 from service.rules.events import GameCreated
 from service.rules.state import HAND_SIZE, State, fold

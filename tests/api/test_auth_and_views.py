@@ -16,11 +16,11 @@ from typing import Any
 import grpc
 import pytest
 
-from service.api.client_bots import BotTable, LoadSummary, RetryPolicy
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.views import VARIANTS
-from service.catalogue import decode_event
+from service.client.bots import BotTable, LoadSummary, RetryPolicy
+from service.domain.catalogue import decode_event
 from service.rules.cards import DECKS, Card, Colour
 from service.rules.events import GameCreated
 from service.rules.legality import playable_cards

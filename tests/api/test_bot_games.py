@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from service.api.client_bots import run_bots
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.views import VARIANTS
+from service.client.bots import run_bots
 from service.rules.options import Variant
 from service.store import EventStore
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from service.api.client_bots import BotTable, LoadSummary, RetryPolicy
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.client.bots import BotTable, LoadSummary, RetryPolicy
 from service.rules.options import Variant
 
 from .support import deal_from

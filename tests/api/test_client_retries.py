@@ -28,10 +28,10 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from projections.migrate import apply_migrations
-from service.api.client_bots import BotTable, LoadSummary, RetryPolicy, run_bots
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
+from service.client.bots import BotTable, LoadSummary, RetryPolicy, run_bots
 from service.rules.options import Variant
 from service.store import EventStore
 

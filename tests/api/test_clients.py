@@ -21,7 +21,7 @@ from service.api.access import Access, Quotas, is_loopback
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
-from service.cli import _access, build_parser, main
+from service.cli.main import _access, build_parser, main
 from service.store import EventStore, NewEvent
 from service.store.migrate import apply_migrations
 

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from service.api.client_bots import run_bots
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.views import VARIANTS
-from service.cli import main
+from service.cli.main import main
+from service.client.bots import run_bots
 from service.rules.options import HOUSE_RULES, UNSUPPORTED, Variant
 from service.store import EventStore
 

@@ -12,10 +12,10 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from service.api import views
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.catalogue import GAME_TYPES
+from service.domain import visibility
+from service.domain.catalogue import GAME_TYPES
 from service.store import EventStore
 
 from .support import (
@@ -95,10 +95,10 @@ async def _hand(stub: pb_grpc.GameServiceStub, game: Game, seat: int, version: i
 
 
 def test_every_game_event_type_is_either_public_or_redacted() -> None:
-    redacted = set(views._REDACTIONS) & GAME_TYPES
-    assert not views.PUBLIC & redacted
-    assert views.PUBLIC | redacted == GAME_TYPES, GAME_TYPES - views.PUBLIC - redacted
-    assert {"JumpedIn", "HandsRotated", "StackAccepted", "HandsTraded"} <= views.PUBLIC
+    redacted = set(visibility._REDACTIONS) & GAME_TYPES
+    assert not visibility.PUBLIC & redacted
+    assert visibility.PUBLIC | redacted == GAME_TYPES, GAME_TYPES - visibility.PUBLIC - redacted
+    assert {"JumpedIn", "HandsRotated", "StackAccepted", "HandsTraded"} <= visibility.PUBLIC
 
 
 async def test_a_stack_waits_in_the_view_and_the_victim_takes_the_whole_total(

@@ -13,8 +13,8 @@ import structlog
 from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.api.handler import CommandHandler
-from service.audit.auditor import Auditor
+from service.app.auditor import Auditor
+from service.app.handler import CommandHandler
 
 from .support import ADMIN, create_game, error_info, fails
 

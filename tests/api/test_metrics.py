@@ -2,7 +2,7 @@
 while a command races an audit entry: each figure moves by what the test did, counted independently (the
 store's rows, the calls the test made, the error it got back).
 
-The metrics are process-wide (:mod:`service.metrics`), so every check compares two scrapes. The figures
+The metrics are process-wide (:mod:`service.ops.metrics`), so every check compares two scrapes. The figures
 tied to the store's rows are checked on one server process and on ``serve --workers 2`` too (each
 worker's metrics through the parent's endpoint: prometheus_client's multiprocess mode).
 """
@@ -26,12 +26,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from projections.migrate import apply_migrations
-from service.api.client_bots import run_bots
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import ListenError, RunningServer, start_server
+from service.client.bots import run_bots
 from service.rules.options import Variant
 
 from . import support

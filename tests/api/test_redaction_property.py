@@ -62,8 +62,9 @@ from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer
-from service.audit.entries import DisputeFiled, DisputeRuled
-from service.catalogue import split, type_name
+from service.domain import visibility
+from service.domain.catalogue import split, type_name
+from service.domain.entries import DisputeFiled, DisputeRuled
 from service.play.bots import Habits, RandomBot
 from service.rules import commands as cmd
 from service.rules import events as ev
@@ -935,5 +936,5 @@ async def test_the_check_finds_a_leaking_redaction(
         return {s.what.split()[0] for s in calls.seen if known.leaks(s)}
 
     assert await leaks() == set()
-    monkeypatch.delitem(views._REDACTIONS, switched_off)
+    monkeypatch.delitem(visibility._REDACTIONS, switched_off)
     assert await leaks() == shown_in

@@ -9,10 +9,10 @@ from typing import Any
 import grpc
 import pytest
 
-from service.api.client_bots import RetryPolicy, run_bots
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
+from service.client.bots import RetryPolicy, run_bots
 from service.rules.options import Variant
 from service.store import EventStore
 

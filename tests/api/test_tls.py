@@ -28,11 +28,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from projections.migrate import apply_migrations
-from service.api.client_bots import run_bots
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
 from service.api.tls import TLSError, channel_credentials, server_tls
+from service.client.bots import run_bots
 from service.rules.options import Variant
 
 from .support import ADMIN_TOKEN, deal_from, new_id

@@ -22,8 +22,8 @@ from service.api.access import Access, Quotas
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
-from service.audit.entries import DisputeFiled
-from service.catalogue import encode
+from service.domain.catalogue import encode
+from service.domain.entries import DisputeFiled
 from service.store import EventStore, NewEvent
 
 if TYPE_CHECKING:  # the root conftest is not importable as a module of a package

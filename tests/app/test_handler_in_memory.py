@@ -11,8 +11,8 @@ import hashlib
 import uuid
 from typing import Any
 
-from service.api.auth import token_hash
-from service.api.handler import CommandHandler
+from service.app.handler import CommandHandler
+from service.domain.auth import token_hash
 from service.rules import CreateGame, StartRound, Variant, make_options
 from service.rules.fair import new_seed
 from service.store import MemoryStore, cursor_of

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from service.audit.entries import Entry, RecordImported, RecordLine
 from service.audit.log import record_sha256
-from service.audit.record import FORMAT, read_record
-from service.audit.verify import verify_record
-from service.catalogue import encode
+from service.domain.catalogue import encode
+from service.domain.entries import Entry, RecordImported, RecordLine
+from service.records.record import FORMAT, read_record
+from service.records.verify import verify_record
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
 
 AT = datetime(2026, 12, 1, tzinfo=UTC)

@@ -10,9 +10,9 @@ from pathlib import Path
 from projections import Projector, check_game
 from projections.migrate import apply_migrations
 from projections.rebuild import rebuild
-from service.audit.auditor import Auditor
-from service.audit.entries import DisputeKind
+from service.app.auditor import Auditor
 from service.audit.game_report import ProjectionCheck
+from service.domain.entries import DisputeKind
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.projections.projection_support import dump, wait_readable

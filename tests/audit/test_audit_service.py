@@ -16,9 +16,9 @@ from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
-from service.audit.record import read_record
-from service.audit.verify import verify_record
-from service.limits import MAX_RECORD_BYTES
+from service.domain.limits import MAX_RECORD_BYTES
+from service.records.record import read_record
+from service.records.verify import verify_record
 from service.rules.options import Variant
 from tests.api.support import (
     ADMIN,

@@ -41,17 +41,17 @@ from projections import Projector
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
-from service.audit import auditor as auditor_module
-from service.audit.auditor import Auditor
-from service.audit.entries import DisputeKind
-from service.audit.export import record_from_game
+from service.app import auditor as auditor_module
+from service.app.auditor import Auditor
 from service.audit.game_report import Flaw
 from service.audit.log import GameLog
-from service.audit.record import write_record
 from service.audit.stored_game import verify_game
-from service.catalogue import AUDIT_TYPES, CATALOGUE, GAME_TYPES, CatalogueError, encode
-from service.cli import main
+from service.cli.main import main
+from service.domain.catalogue import AUDIT_TYPES, CATALOGUE, GAME_TYPES, CatalogueError, encode
+from service.domain.entries import DisputeKind
 from service.play.simulate import SimulatedGame, play_game
+from service.records.export import record_from_game
+from service.records.record import write_record
 from service.rules.events import DealerDrawn, RoundStarted
 from service.rules.options import Variant
 from service.store import GENESIS_HASH, EventStore, StoredEvent, chain_hash
@@ -505,7 +505,7 @@ async def test_verify_all_json_is_one_object_on_standard_output_whatever_the_log
     program = [
         sys.executable,
         "-m",
-        "service.cli",
+        "service.cli.main",
         "verify",
         "--all",
         "--json",

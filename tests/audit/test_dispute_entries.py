@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from service.audit.entries import DisputeFiled, DisputeRuled
-from service.catalogue import decode_entry, decode_event
-from service.catalogue import encode as encode_entry
-from service.codec import CodecError, required_fields
+from service.domain.catalogue import decode_entry, decode_event
+from service.domain.catalogue import encode as encode_entry
+from service.domain.codec import CodecError, required_fields
+from service.domain.entries import DisputeFiled, DisputeRuled
 from service.rules.events import CardPlayed
 
 #: A ``DisputeFiled`` payload as the service stored it before a dispute could name its catcher.

@@ -14,7 +14,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
-from service.audit.auditor import Auditor
+from service.app.auditor import Auditor
 from service.play.simulate import SimulatedGame, play_game
 from service.rules.cards import Card
 from service.rules.events import CardDrawn, Event, LauncherPressed

@@ -27,7 +27,7 @@ from service.api.server import RunningServer
 from service.audit.chain import ChainFinding, check_import
 from service.audit.log import GameLog
 from service.audit.stored_game import verify_game
-from service.cli import main
+from service.cli.main import main
 from tests.api.support import ADMIN, new_id
 from tests.rewrite import rewrite_recomputing_chain
 

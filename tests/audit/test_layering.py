@@ -1,49 +1,130 @@
-"""The audit package stands below the read models and beside the server: ``service/audit`` imports no
-``projections`` module (whoever wires the auditor passes the read models' check in), and the audit
-command line takes the embedded database from the module it shares with ``serve``, not from the server.
+"""The folder plan, enforced: each package imports only the layers below it, and no module imports
+itself back through others. docs/DESIGN.md ("The layers") draws the same plan.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
-from service.audit.auditor import Auditor
+from service.app.auditor import Auditor
 from service.audit.game_report import ProjectionCheck
 from service.rules.options import Variant
 from service.store import EventStore, StoredEvent
 
 from .support import store_simulated
 
-SERVICE = Path(__file__).parent.parent.parent / "service"
+ROOT = Path(__file__).parent.parent.parent
+
+#: Each package's layer. A module may import its own package and any package of a lower layer, never
+#: one of its own layer or above. The generated protobuf code (``service.api.gen``) is the wire
+#: contract: it imports nothing of the project, and the API and its clients stand on it.
+LAYERS: dict[str, int] = {
+    "service.rules": 0,
+    "service.store": 0,
+    "service.ops": 0,
+    "service.api.gen": 0,
+    "service.checkpoints": 1,
+    "service.play": 1,
+    "service.domain": 2,
+    "service.records": 3,
+    "service.audit": 4,
+    "projections": 4,
+    "service.app": 5,
+    "service.api": 6,
+    "service.client": 7,
+    "service.cli": 8,
+}
 
 
-def imported(path: Path) -> set[str]:
-    """Every module ``path`` imports, anywhere in it (a function's lazy imports too), by absolute name."""
-    package = ".".join(path.relative_to(SERVICE.parent).with_suffix("").parts[:-1])
-    names = set()
+def modules() -> dict[str, Path]:
+    """Every module of ``service`` and ``projections`` by its dotted name (generated code left out)."""
+    found = {}
+    for top in ("service", "projections"):
+        for path in (ROOT / top).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "gen" in parts or parts == ("service", "__init__"):  # generated code; an empty package
+                continue
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def package_of(module: str) -> str:
+    """The layer-table package ``module`` belongs to (the longest that prefixes it)."""
+    owners = [name for name in LAYERS if module == name or module.startswith(name + ".")]
+    assert owners, f"{module} is in no layer: add its package to LAYERS"
+    return max(owners, key=len)
+
+
+def imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
+    """The project modules ``module`` imports (lazily too), with the line of each import."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    known = modules()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(part for part in (base, node.module) if part)
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
+            source = ".".join(part for part in (base, node.module) if part)
+            submodules = [
+                f"{source}.{alias.name}" for alias in node.names if f"{source}.{alias.name}" in known
+            ]
+            # ``from package import submodule`` imports the submodule, not the package's other names.
+            names = submodules if len(submodules) == len(node.names) else [source, *submodules]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] in ("service", "projections"):
+                yield node.lineno, name
 
 
-def test_the_audit_package_imports_no_read_model() -> None:
-    for path in sorted((SERVICE / "audit").glob("*.py")):
-        found = {name for name in imported(path) if name.split(".")[0] == "projections"}
-        assert not found, f"{path.name} imports {found}"
+def owning_module(name: str, known: dict[str, Path]) -> str:
+    while name not in known and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
 
 
-def test_the_audit_command_line_and_serve_take_the_embedded_database_from_one_module() -> None:
-    audit, serve = imported(SERVICE / "cli_audit.py"), imported(SERVICE / "cli.py")
+def test_no_module_imports_its_own_layer_or_above() -> None:
+    known = modules()
+    wrong = []
+    for module, path in sorted(known.items()):
+        mine = package_of(module)
+        for line, name in imports(module, path):
+            theirs = package_of(name)
+            if theirs != mine and LAYERS[theirs] >= LAYERS[mine]:
+                wrong.append(
+                    f"{path.relative_to(ROOT)}:{line} imports {name} ({mine} may not import {theirs})"
+                )
+    assert not wrong, "\n".join(wrong)
 
-    assert not {name for name in audit if name.startswith("service.api.server")}
-    assert "service.embedded.embedded_database" in audit & serve
+
+def test_no_import_cycle() -> None:
+    known = modules()
+    arrows = {
+        module: {owning_module(name, known) for _, name in imports(module, path)} - {module}
+        for module, path in known.items()
+    }
+    cycles = []
+    done: set[str] = set()
+
+    def visit(module: str, trail: list[str]) -> None:
+        if module in trail:
+            cycles.append(" -> ".join([*trail[trail.index(module) :], module]))
+            return
+        if module in done:
+            return
+        for target in sorted(arrows.get(module, ())):
+            visit(target, [*trail, module])
+        done.add(module)
+
+    for module in sorted(arrows):
+        visit(module, [])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_every_package_has_a_layer() -> None:
+    assert all(package_of(module) for module in modules())
 
 
 async def test_the_auditor_reports_the_read_model_check_it_is_given(store: EventStore) -> None:

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
-from service.audit.auditor import Auditor
+from service.app.auditor import Auditor
 from service.audit.chain import check_chain
-from service.audit.entries import DisputeKind
 from service.audit.game_report import GameReport
 from service.audit.ledger import check_ledger
+from service.domain.entries import DisputeKind
 from service.play.simulate import play_game
 from service.rules.options import Variant, make_options
 from service.store import GENESIS_HASH, EventStore, LedgerRow, StoredEvent

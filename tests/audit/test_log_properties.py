@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.api.handler import stored_form
-from service.audit.entries import DisputeKind
+from service.app.handler import stored_form
 from service.audit.game_report import GameStatus
 from service.audit.log import GameLog
-from service.audit.report import Verdict
 from service.audit.stored_game import adjudicate, verify_game
+from service.domain.entries import DisputeKind
 from service.play.simulate import SimulatedGame, play_game
+from service.records.report import Verdict
 from service.rules.options import Variant
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
 from tests.tiers import examples

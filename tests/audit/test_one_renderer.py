@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from service.audit.log import GameLog
-from service.audit.record import read_record
 from service.audit.render import render
 from service.audit.stored_game import verify_game
-from service.audit.verify import verify_record
-from service.cli import main
+from service.cli.main import main
+from service.records.record import read_record
+from service.records.verify import verify_record
 
 from .logs import imported_rows
 from .test_report_goldens import STOPPED

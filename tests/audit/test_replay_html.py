@@ -15,13 +15,13 @@ import pytest
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
-from service.audit.auditor import Auditor
-from service.audit.entries import DisputeKind
-from service.audit.record import read_record, read_record_file
+from service.app.auditor import Auditor
 from service.audit.replay_html import SeatError, record_replay_html
-from service.audit.verify import verify_record
-from service.cli import main
-from service.errors import InvalidInput
+from service.cli.main import main
+from service.domain.entries import DisputeKind
+from service.domain.errors import InvalidInput
+from service.records.record import read_record, read_record_file
+from service.records.verify import verify_record
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.api.support import ADMIN, fails_with

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from service.audit.entries import DisputeFiled, DisputeKind
 from service.audit.log import GameLog
-from service.audit.record import read_record
 from service.audit.render import render, render_adjudication
 from service.audit.stored_game import adjudicate, verify_game
-from service.audit.verify import verify_record
+from service.domain.entries import DisputeFiled, DisputeKind
+from service.records.record import read_record
+from service.records.verify import verify_record
 from service.rules.options import Variant
 from tests import golden
 

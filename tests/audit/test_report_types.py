@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from service.audit.entries import DisputeFiled, DisputeKind, DisputeRuled
 from service.audit.game_report import (
     ChainSection,
     GameReport,
@@ -28,7 +27,9 @@ from service.audit.game_report import (
 )
 from service.audit.log import Dispute, GameLog
 from service.audit.render import render
-from service.audit.report import (
+from service.audit.stored_game import verify_game
+from service.domain.entries import DisputeFiled, DisputeKind, DisputeRuled
+from service.records.report import (
     CatchEvidence,
     ChallengeEvidence,
     FinalTable,
@@ -41,7 +42,6 @@ from service.audit.report import (
     Unit,
     Verdict,
 )
-from service.audit.stored_game import verify_game
 from service.rules.cards import Colour, card, cards
 from service.rules.options import Variant
 from service.rules.violations import Rule

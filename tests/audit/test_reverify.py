@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
-from service.audit.auditor import Auditor
+from service.app.auditor import Auditor
 from service.play.simulate import SimulatedGame, play_game
 from service.rules.events import Event, GameEnded, RoundEnded
 from service.rules.options import Variant

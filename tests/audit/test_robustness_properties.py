@@ -9,12 +9,12 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.audit.export import record_from_game
 from service.audit.log import GameLog
-from service.audit.record import RecordError, read_record, write_record
 from service.audit.stored_game import AdjudicationError, adjudicate, verify_game
-from service.audit.verify import verify_record
 from service.play.simulate import play_game
+from service.records.export import record_from_game
+from service.records.record import RecordError, read_record, write_record
+from service.records.verify import verify_record
 from service.rules.cards import DECKS
 from service.rules.options import Variant
 from tests.tiers import examples

@@ -13,9 +13,9 @@ from google.protobuf import json_format
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
-from service.audit.auditor import Auditor
-from service.audit.entries import DisputeKind
+from service.app.auditor import Auditor
 from service.audit.game_report import GameStatus
+from service.domain.entries import DisputeKind
 from service.rules.options import Variant
 from service.store import EventStore
 from service.store.model import stored_hash

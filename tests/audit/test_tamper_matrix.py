@@ -28,7 +28,7 @@ from service.api.gen.uno.audit.v1 import checkpoint_pb2 as cp
 from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.cli import main
+from service.cli.main import main
 from tests.api.shared_server import serving
 from tests.api.support import SCRIPT_DECK, SCRIPT_HANDS, create_game, header
 from tests.postgres import PostgresServer

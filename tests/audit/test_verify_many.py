@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from service.audit.auditor import Auditor
+from service.app.auditor import Auditor
 from service.audit.game_report import GameReport, Unverified
 from service.rules.options import Variant
 from service.store import EventStore

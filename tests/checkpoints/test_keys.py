@@ -23,7 +23,7 @@ from service.checkpoints import (
     signer_from_environment,
     write_signer,
 )
-from service.cli import main
+from service.cli.main import main
 
 
 @pytest.fixture

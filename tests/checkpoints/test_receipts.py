@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.catalogue import CATALOGUE
 from service.checkpoints import Signer, game_checkpoint
 from service.checkpoints.receipts import (
     MATCHES,
@@ -27,6 +26,7 @@ from service.checkpoints.receipts import (
     read_receipts,
     recomputed_heads,
 )
+from service.domain.catalogue import CATALOGUE
 from service.play.simulate import play_game
 from service.rules import Variant
 from service.store.model import GENESIS_HASH, StoredEvent, chain_hash

@@ -9,8 +9,8 @@ import grpc
 import pytest
 
 from service.api import errors
-from service.api.handler import CommandHandler
-from service.errors import Conflict, RuleViolation
+from service.app.handler import CommandHandler
+from service.domain.errors import Conflict, RuleViolation
 from service.rules import CreateGame, Draw, Play, StartRound, Variant, make_options
 from service.rules.fair import new_seed
 from service.store import EventStore

@@ -15,7 +15,7 @@ import psycopg
 from projections.queries import connection
 from projections.views import STAT_COLUMNS, VIEW_NAMES
 from projections.writer import COLUMNS
-from service.api.handler import stored_form
+from service.app.handler import stored_form
 from service.play.bots import Habits
 from service.play.simulate import SimulatedGame, play_game
 from service.rules.cards import Card

@@ -21,7 +21,7 @@ from projections import Projector, RebuildBusy, queries, rebuild, run_projector
 from projections.migrate import apply_migrations
 from projections.rebuild import REBUILD_LOCK_CLASS
 from projections.views import VIEW_NAMES
-from service.cli import main
+from service.cli.main import main
 from service.store import Cursor, EventStore
 
 pytestmark = pytest.mark.timeout(180)

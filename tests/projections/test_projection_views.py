@@ -22,7 +22,7 @@ from projections.views import (
     stat_deltas,
     table_row,
 )
-from service.api.handler import stored_form
+from service.app.handler import stored_form
 from service.play.simulate import SimulatedGame
 from service.rules.options import Variant
 

@@ -11,7 +11,6 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from service.codec import canonical
 from service.store import (
     GENESIS_HASH,
     AppendResult,
@@ -21,6 +20,7 @@ from service.store import (
     StoredEvent,
     cursor_of,
 )
+from service.store.canonical import canonical
 from service.store.model import HASH_VERSION, event_hash, row_facts, stored_hash
 
 PLAYERS = ("ada", "bob", "cy")

@@ -9,8 +9,8 @@ import json
 
 import psycopg
 
-from service.codec import canonical
 from service.store import GENESIS_HASH, EventStore
+from service.store.canonical import canonical
 from service.store.model import HASH_VERSION, event_hash, row_facts
 
 from .support import new_game, played, request_hash

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from service.codec import canonical
 from service.store import (
     GENESIS_HASH,
     AppendResult,
@@ -35,6 +34,7 @@ from service.store import (
     chain_hash,
     cursor_of,
 )
+from service.store.canonical import canonical
 from service.store.model import HASH_VERSION, stored_hash
 
 from .support import PLAYERS, assert_valid_stream, new_game, played, read_until, request_hash, token_hash

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from service.runner import Appended, Decision, Head, Ran, Repeated, Writer
+from service.app.runner import Appended, Decision, Head, Ran, Repeated, Writer
 from service.store import (
     GENESIS_HASH,
     AppendResult,

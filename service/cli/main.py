@@ -39,7 +39,7 @@
 * ``uno-audit migrate [--database-url OWNER_DSN | --data-dir DIR] [--service-password-file PATH]``: the
   store's and the read models' migrations, as the owner, and the service's login ``uno_audit_service``.
 * ``uno-audit clients add NAME | list | revoke NAME [--database-url OWNER_DSN | --data-dir DIR]``: client
-  applications' keys (:mod:`service.cli_clients`); ``add`` shows the key once.
+  applications' keys (:mod:`service.cli.clients`); ``add`` shows the key once.
 * ``uno-audit bots --server ADDR --games N --variant V --players P --concurrency C [--option NAME=VALUE]``:
   bots play complete games as gRPC clients of a running server, created with those rule options (the
   house rules among them, as for ``simulate``; repeatable); ``--tls-ca`` (and ``--tls-cert``/``--tls-key``
@@ -53,7 +53,7 @@
 
 The commands on stored games talk to the database directly (``--database-url``, default
 ``$DATABASE_URL``; without one, the embedded database ``serve`` keeps in ``--data-dir``), migrating it
-first, through :class:`service.audit.auditor.Auditor` (:mod:`service.cli_audit`).
+first, through :class:`service.app.auditor.Auditor` (:mod:`service.cli.audit`).
 
 Credentials. The service logs in as a role that may only read and append the log and write the read
 models (:mod:`service.store.migrate` describes the roles); ``serve`` refuses a login that could change
@@ -102,15 +102,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVarTuple, Unpack
 
 from projections import VIEW_NAMES
-from service import cli_audit, cli_checkpoints, cli_clients
-from service.audit.export import RecordMode, record_from_game
-from service.audit.record import write_record
 from service.audit.render import render
-from service.audit.verify import verify_record
 from service.checkpoints import KEY_ENV
-from service.cli_audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, progress_bar
-from service.embedded import EmbeddedError
+from service.cli import audit as cli_audit
+from service.cli import checkpoints as cli_checkpoints
+from service.cli import clients as cli_clients
+from service.cli.audit import DISPUTE_KINDS, EXIT_INVALID, EXIT_OK, EXIT_USAGE, progress_bar
+from service.ops.embedded import EmbeddedError
 from service.play.simulate import STALL_REPEATS, InvariantError, house_rule_combinations, play_game
+from service.records.export import RecordMode, record_from_game
+from service.records.record import write_record
+from service.records.verify import verify_record
 from service.rules.options import OptionError, Variant, make_options
 from service.store.migrate import SERVICE_LOGIN
 
@@ -776,7 +778,7 @@ def _on_database(args: argparse.Namespace, command: Callable[[argparse.Namespace
             file=sys.stderr,
         )
         return EXIT_USAGE
-    from service.embedded import embedded_database
+    from service.ops.embedded import embedded_database
 
     args.database_url, embedded = embedded_database(args.data_dir)
     try:
@@ -957,7 +959,7 @@ def _serve(args: argparse.Namespace) -> int:
     from service.api.server import ListenError, configure_logging
     from service.api.tls import TLSError, server_tls
     from service.api.workers import WorkerError
-    from service.embedded import embedded_database
+    from service.ops.embedded import embedded_database
     from service.store import StoreError
 
     embedded = None
@@ -1099,8 +1101,8 @@ def _keyring(args: argparse.Namespace) -> Keyring:
 def _bots(args: argparse.Namespace) -> int:
     import grpc
 
-    from service.api.client_bots import LoadSummary, Receipt, RetryPolicy, run_bots
     from service.api.tls import TLSError, channel_credentials
+    from service.client.bots import LoadSummary, Receipt, RetryPolicy, run_bots
 
     try:
         credentials = channel_credentials(args.tls_ca, args.tls_cert, args.tls_key)

@@ -7,7 +7,7 @@ and no reads, whatever the game's length. A cached state can be behind when seve
 same game; the store's version check then refuses the append, and the handler catches up (reads only
 the events after its cached version), decides again and retries. A rejection decided on a cached state
 is confirmed the same way before it is reported, so a stale cache never rejects a legal command. The
-loop itself is :meth:`service.runner.Writer.handle`, which the auditor's writes share: the handler is a
+loop itself is :meth:`service.app.runner.Writer.handle`, which the auditor's writes share: the handler is a
 writer that says how to load a game, decide a table command and answer with its outcome.
 """
 
@@ -18,18 +18,17 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.audit.entries import RecordImported
-from service.catalogue import decode_event, encode, split
-from service.errors import AlreadyExists, InvalidInput, NotFound, Precondition, RuleViolation
+from service.app.runner import Appended, Decision, ExistingStream, Head, Ran, Repeated, Writer, create_stream
+from service.domain.auth import new_token, token_hash
+from service.domain.catalogue import decode_event, encode, split
+from service.domain.entries import RecordImported
+from service.domain.errors import AlreadyExists, InvalidInput, NotFound, Precondition, RuleViolation
 from service.rules.commands import Command, CreateGame
 from service.rules.decide import CommandError, create, execute
 from service.rules.events import Event, GameCreated
 from service.rules.state import State, evolve, new_state
 from service.rules.violations import Violation
-from service.runner import Appended, Decision, ExistingStream, Head, Ran, Repeated, Writer, create_stream
 from service.store import AppendResult, NewEvent, Store, StoredEvent
-
-from .auth import new_token, token_hash
 
 #: The request field behind each command field the rules engine may find out of range.
 _FIELDS = {"player": "header.as_seat", "target": "target", "dealer": "dealer"}
@@ -194,7 +193,7 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
         outcome = Outcome(game_id, result.last_version, result.events, state, False, tournament_id)
         return Created(game_id, tokens, outcome)
 
-    # --- commands (the writer's part of :meth:`~service.runner.Writer.handle`) ------------------------
+    # --- commands (the writer's part of :meth:`~service.app.runner.Writer.handle`) ------------------------
 
     def head(self, snapshot: Loaded) -> Head:
         return Head(snapshot.version, snapshot.last_hash)

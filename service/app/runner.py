@@ -9,9 +9,9 @@
   derived from the command id, and a retry of the same command id and request answered with the stream
   it created.
 
-Both are transport-free: refusals are :mod:`service.errors` exceptions. Idempotency rests on the store's
-command ledger: a command id is recorded, in its stream's ledger, with the hash of its request; the same
-id with the same request is answered with what it did the first time, the same id with another request
+Both are transport-free: refusals are :mod:`service.domain.errors` exceptions. Idempotency rests on the
+store's command ledger: a command id is recorded, in its stream's ledger, with the hash of its request; the
+same id with the same request is answered with what it did the first time, the same id with another request
 is refused.
 """
 
@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from service import metrics
-from service.errors import Conflict, DataLoss, InvalidInput, ServiceError
+from service.domain.errors import Conflict, DataLoss, InvalidInput, ServiceError
+from service.ops import metrics
 from service.store import AppendResult, CommandReused, LedgerMismatch, NewEvent, StreamStore, VersionConflict
 
 #: How many times a command is decided again because the stream moved on meanwhile.
@@ -84,7 +84,7 @@ class Writer(ABC, Generic[S, C, D, R]):
 
     A subclass says how to :meth:`load` a stream (``fresh=False`` may answer from its cache, which can be
     behind the store; ``fresh=True`` must read the store), where a snapshot's :meth:`head` is,
-    how to :meth:`decide` a command (raising a :class:`~service.errors.ServiceError` to refuse it) and
+    how to :meth:`decide` a command (raising a :class:`~service.domain.errors.ServiceError` to refuse it) and
     what to :meth:`answer` once the command ran.
     """
 
@@ -119,9 +119,9 @@ class Writer(ABC, Generic[S, C, D, R]):
         is believed, and a retry of a command already carried out is answered with its first result
         (:class:`Repeated`) instead. ``expected_version`` is the version the client decided against:
         when the stream is elsewhere, the command fails with a ``VERSION_CONFLICT``
-        :class:`~service.errors.Conflict` rather than being decided again. A command id whose ledger row
-        and events disagree is :class:`~service.errors.DataLoss` (``LEDGER_MISMATCH``): never carried out
-        twice, never answered with another command's result.
+        :class:`~service.domain.errors.Conflict` rather than being decided again. A command id whose ledger
+        row and events disagree is :class:`~service.domain.errors.DataLoss` (``LEDGER_MISMATCH``): never
+        carried out twice, never answered with another command's result.
         """
         with ledger_mismatch_refused():
             snapshot = await self.load(game_id, False)

@@ -1,6 +1,6 @@
 """The verifier's report as typed values, and the one place they become JSON.
 
-The replay (:mod:`service.audit.verify`) builds its report from these values — enums for what a ruling
+The replay (:mod:`service.records.verify`) builds its report from these values — enums for what a ruling
 is about and what it found, dataclasses for findings, rulings and their evidence, the outcome and the
 final table — and the report is turned into JSON only at the edges (``--json``, the gRPC messages, the
 payload of an audit entry) by the ``to_json`` methods here, which give the shapes ``docs/RECORD.md``
@@ -19,11 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
+from service.domain.entries import DisputeKind
 from service.rules.cards import Card, Colour, tokens
 from service.rules.options import Variant
 from service.rules.violations import Rule
-
-from .entries import DisputeKind
 
 #: Where a report's line stands in a stored game's log (record line → event position).
 Place = Callable[[int], int]

@@ -1,8 +1,8 @@
 """The arbiter's commands on stored games: ``verify --game`` / ``--all``, ``adjudicate``, ``export``,
-``import`` (usage: :mod:`service.cli`).
+``import`` (usage: :mod:`service.cli.main`).
 
 They talk to the database directly (``--database-url``, default ``$DATABASE_URL``), migrating it first,
-through :class:`service.audit.auditor.Auditor`, and print human text or, with ``--json``, one JSON object.
+through :class:`service.app.auditor.Auditor`, and print human text or, with ``--json``, one JSON object.
 A refusal or a database that cannot be used gets one line on standard error and exit status 2.
 """
 
@@ -20,17 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from service.audit.entries import DisputeKind
 from service.audit.render import count, finding_line, render, render_adjudication, render_summary
-from service.audit.report import RulesReport, Unit
+from service.domain.entries import DisputeKind
+from service.records.report import RulesReport, Unit
 
 if TYPE_CHECKING:  # the database's modules load only when a command runs
     from tqdm import tqdm
 
-    from service.audit.auditor import Auditor
+    from service.app.auditor import Auditor
     from service.audit.game_report import GameSummary, ReplaySection
-    from service.audit.record import GameRecord
     from service.checkpoints.receipts import ReceiptCheck
+    from service.records.record import GameRecord
 
 #: The exit statuses of every ``uno-audit`` command: done (valid), invalid, bad usage or refused.
 EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
@@ -74,8 +74,8 @@ def on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[int
     from psycopg_pool import PoolTimeout
 
     from projections.check import check_game
-    from service.audit.auditor import Auditor
-    from service.errors import ServiceError, exit_code
+    from service.app.auditor import Auditor
+    from service.domain.errors import ServiceError, exit_code
     from service.store import EventStore, StoreError
 
     # Standard output is the command's report (one JSON object with --json): whatever the auditor logs
@@ -92,7 +92,7 @@ def on_auditor(args: argparse.Namespace, work: Callable[[Auditor], Awaitable[int
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        from service.embedded import embedded_database
+        from service.ops.embedded import embedded_database
 
         url, embedded = embedded_database(data_dir)  # shared with a `serve` running on the same folder
 
@@ -146,7 +146,7 @@ def verify_stored(args: argparse.Namespace) -> int:
 
 async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
     from service.audit.game_report import Unverified
-    from service.errors import Precondition
+    from service.domain.errors import Precondition
 
     try:
         report = await auditor.verify(
@@ -187,7 +187,7 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
 async def _receipt_checks(auditor: Auditor, args: argparse.Namespace) -> list[ReceiptCheck]:
     """``--receipts``: each of a player's receipts against the game's stored events."""
     from service.checkpoints.receipts import check_receipts, read_receipts
-    from service.cli_checkpoints import MAX_RECEIPTS_FILE_BYTES, Refused, read_small, verifiers
+    from service.cli.checkpoints import MAX_RECEIPTS_FILE_BYTES, Refused, read_small, verifiers
 
     try:
         if not args.key:
@@ -280,8 +280,8 @@ def _write_exactly(text: str) -> None:
 
 
 def import_record(args: argparse.Namespace) -> int:
-    from service.api.auth import new_token, token_hash
-    from service.errors import InvalidInput
+    from service.domain.auth import new_token, token_hash
+    from service.domain.errors import InvalidInput
 
     name = "standard input" if str(args.file) == "-" else str(args.file)
     try:
@@ -386,9 +386,9 @@ def replay(args: argparse.Namespace) -> int:
 
 def load_record(command: str, path: Path) -> GameRecord | None:
     """The record in the file at ``path``, or on standard input for ``-`` (``curl … | uno-audit verify
-    --record -``), read as :func:`~service.audit.record.read_record_file` reads a file; ``None`` once one
+    --record -``), read as :func:`~service.records.record.read_record_file` reads a file; ``None`` once one
     line on standard error has said why it cannot be read."""
-    from service.audit.record import RecordError, read_record, read_record_file
+    from service.records.record import RecordError, read_record, read_record_file
 
     name = "standard input" if str(path) == "-" else str(path)
     try:
@@ -409,7 +409,7 @@ def load_record(command: str, path: Path) -> GameRecord | None:
 
 def _replay_record(args: argparse.Namespace) -> int:
     from service.audit.replay_html import SeatError, record_replay_html
-    from service.audit.verify import verify_record
+    from service.records.verify import verify_record
 
     record = load_record("replay", args.record)
     if record is None:

@@ -6,7 +6,7 @@ verifier (:mod:`service.audit.stored_game`), and appends the audit trail's entri
 seed reveals, imported records) to the game's stream like any other event: hash-chained, in one
 transaction each, idempotent by command id, never changing what is there.
 
-Refusals are :mod:`service.errors` exceptions, which each caller maps once to its own error (a gRPC
+Refusals are :mod:`service.domain.errors` exceptions, which each caller maps once to its own error (a gRPC
 status, an exit status). Each names its cause in ``reason``, one name per cause, so that a client can
 act on it: the names are listed with AuditService in protos/uno/audit/v1/audit.proto (docs/API.md).
 """
@@ -23,16 +23,15 @@ from typing import Protocol
 import structlog
 from psycopg import errors as pg_errors
 
-from service.catalogue import decode_entry, encode, type_name
-from service.errors import InvalidInput, NotFound, Precondition, ServiceError
-from service.limits import MAX_RECORD_BYTES, free_text
-from service.rules.events import Event
-from service.rules.options import OptionError, make_options
-from service.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
-from service.store import AppendResult, EventStore, NewEvent, StoredEvent
-from service.store.clients import ADMIN_CLIENT
-
-from .entries import (
+from service.app.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
+from service.audit.game_report import Adjudication, GameReport, Unverified
+from service.audit.ledger import Beside
+from service.audit.log import Dispute, GameLog, LogError, collect_disputes, export_text, record_sha256
+from service.audit.replay_html import SeatError, game_replay_html
+from service.audit.rows import StreamCache, read_rows
+from service.audit.stored_game import AdjudicationError, NothingToJudge, adjudicate, verify_game
+from service.domain.catalogue import decode_entry, encode, type_name
+from service.domain.entries import (
     DisputeFiled,
     DisputeKind,
     DisputeRuled,
@@ -41,15 +40,15 @@ from .entries import (
     RecordLine,
     SeedRevealed,
 )
-from .game_report import Adjudication, GameReport, Unverified
-from .ledger import Beside
-from .log import Dispute, GameLog, LogError, collect_disputes, export_text, record_sha256
-from .record import FORMAT, RecordError, read_record
-from .replay_html import SeatError, game_replay_html
-from .report import RulesReport
-from .rows import StreamCache, read_rows
-from .stored_game import AdjudicationError, NothingToJudge, adjudicate, verify_game
-from .verify import verify_record
+from service.domain.errors import InvalidInput, NotFound, Precondition, ServiceError
+from service.domain.limits import MAX_RECORD_BYTES, free_text
+from service.records.record import FORMAT, RecordError, read_record
+from service.records.report import RulesReport
+from service.records.verify import verify_record
+from service.rules.events import Event
+from service.rules.options import OptionError, make_options
+from service.store import AppendResult, EventStore, NewEvent, StoredEvent
+from service.store.clients import ADMIN_CLIENT
 
 _log = structlog.get_logger(__name__)
 
@@ -94,7 +93,8 @@ class Auditor:
     # --- reading --------------------------------------------------------------------------------------
 
     async def load(self, game_id: str, cache: StreamCache | None = None) -> GameLog:
-        """The game's stream with its secret seed; :class:`~service.errors.NotFound` for an unknown game.
+        """The game's stream with its secret seed; :class:`~service.domain.errors.NotFound` for an unknown
+        game.
 
         Each payload is parsed once, with the bytes its hash covers (:mod:`service.audit.rows`): the
         chain check, the log, the replay and the read models' check all read these rows. ``cache``: the
@@ -436,9 +436,9 @@ class Auditor:
     ) -> Imported:
         """Store a table game's record as an imported game; its actions are kept as recorded.
 
-        The record must be well formed (:class:`~service.errors.InvalidInput`, naming the line, if not); rule
-        violations are not refused: the verifier's report at import says what they are, and the game
-        can be verified, disputed and ruled on like any other. ``seat_token_hashes(n)`` gives the
+        The record must be well formed (:class:`~service.domain.errors.InvalidInput`, naming the line, if
+        not); rule violations are not refused: the verifier's report at import says what they are, and the
+        game can be verified, disputed and ruled on like any other. ``seat_token_hashes(n)`` gives the
         hashes of the *n* new seat tokens.
         """
         if len(text.encode("utf-8")) > MAX_RECORD_BYTES:
@@ -515,7 +515,7 @@ EntryDecision = Callable[[GameLog], list[Entry]]
 
 
 class _EntryWriter(Writer[GameLog, EntryDecision, None, tuple[GameLog, bool]]):
-    """The auditor's writes through the one write loop (:meth:`service.runner.Writer.handle`). The auditor
+    """The auditor's writes through the one write loop (:meth:`service.app.runner.Writer.handle`). The auditor
     keeps no cache: every load is the store's."""
 
     def __init__(self, store: EventStore, load: Callable[[str], Awaitable[GameLog]]) -> None:

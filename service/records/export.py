@@ -27,6 +27,7 @@ import enum
 from collections.abc import Sequence
 
 from service.play.simulate import SimulatedGame
+from service.records.record import Action, ActionKind, GameRecord, RecordHeader, RoundBlock, RoundLine
 from service.rules.cards import Card
 from service.rules.commands import (
     Accept,
@@ -58,8 +59,6 @@ from service.rules.events import (
 )
 from service.rules.state import deal
 from service.rules.violations import Rule
-
-from .record import Action, ActionKind, GameRecord, RecordHeader, RoundBlock, RoundLine
 
 
 class RecordMode(enum.Enum):

@@ -9,7 +9,7 @@
   proof against published checkpoints only — no database, no server;
 * ``uno-audit cosign --checkpoint FILE --key-file WITNESS_KEY --log-key VKEY``: a witness adds its
   signature line to a checkpoint it checked;
-* ``uno-audit verify --game ID --receipts FILE --key VKEY``: see :mod:`service.cli_audit`.
+* ``uno-audit verify --game ID --receipts FILE --key VKEY``: see :mod:`service.cli.audit`.
 
 The signing key is ``--key-file`` or ``$UNO_AUDIT_CHECKPOINT_KEY`` (``uno-audit keygen`` makes one); the
 service's name in every origin is the key's name. Exit 0 when done or valid, 1 when a proof or receipt
@@ -49,7 +49,7 @@ from service.checkpoints import (
     verify_game_in_tournament,
 )
 from service.checkpoints.tournament import tournament_origin
-from service.cli_audit import EXIT_INVALID, EXIT_OK, EXIT_USAGE, on_auditor
+from service.cli.audit import EXIT_INVALID, EXIT_OK, EXIT_USAGE, on_auditor
 
 #: A checkpoint or proof file is small; anything larger is not one.
 MAX_FILE_BYTES = 1 << 20

@@ -1,7 +1,7 @@
 """Every bound on what a client may send, in one place, and the checks that enforce them.
 
 A request is checked against these before anything is decided or stored, and a value out of bounds is
-:class:`~service.errors.InvalidInput` naming its field (INVALID_ARGUMENT with ``google.rpc.BadRequest``
+:class:`~service.domain.errors.InvalidInput` naming its field (INVALID_ARGUMENT with ``google.rpc.BadRequest``
 over gRPC). The proto comments and the README's "Limits" table state the same numbers; the gRPC server's
 message size limits are derived from them, so a request the documented limits allow is never refused by
 the transport, and a larger one is.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from service.errors import InvalidInput
+from service.domain.errors import InvalidInput
 from service.rules.setup import MAX_NAME as MAX_NAME
 from service.rules.setup import MAX_PLAYERS as MAX_PLAYERS
 

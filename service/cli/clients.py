@@ -52,7 +52,7 @@ async def _run(args: argparse.Namespace) -> int:
     import psycopg
 
     from service.api.access import new_client_key
-    from service.api.auth import token_hash
+    from service.domain.auth import token_hash
     from service.store.clients import add_client, list_clients, revoke_client
     from service.store.migrate import apply_migrations
 

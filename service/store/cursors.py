@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, LiteralString
 
-from .global_order import Connection
-from .model import Cursor
+from service.store.global_order import Connection
+from service.store.model import Cursor
 
 LAG_COUNT_CAP = 100_000
 """Events behind are counted exactly up to this many; beyond, estimated from positions (cheap)."""

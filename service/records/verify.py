@@ -1,6 +1,6 @@
 """The replay verifier for game records: re-run a record through the rules engine and adjudicate it.
 
-:func:`verify_record` replays a :class:`~service.audit.record.GameRecord` line by line with the same
+:func:`verify_record` replays a :class:`~service.records.record.GameRecord` line by line with the same
 decider the service uses. It collects every violation rather than stopping at the first: an action
 that breaks a rule is reported and then applied as the table did, when that is physically possible, so
 one mistake does not hide the rest. It rules on every UNO catch and every Wild Draw Four challenge
@@ -20,7 +20,7 @@ challenge that is not heard (under ``house.wd4-any-time``, or by a player who st
 reported under that rule and still gets its ruling, and a heard challenge in a game with stacking says in
 its evidence what the answer costs and who pays, since that is no longer always 4 or 6.
 
-The report is typed (:mod:`service.audit.report`); its JSON is the shape ``RECORD.md`` documents.
+The report is typed (:mod:`service.records.report`); its JSON is the shape ``RECORD.md`` documents.
 """
 
 from __future__ import annotations
@@ -32,6 +32,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
+from service.domain.entries import DisputeKind
+from service.records.export import _action as action_line
+from service.records.export import _round_line as round_line
+from service.records.export import cards_taken, fired_outcomes, flipped_cards, new_piles
+from service.records.record import Action, ActionKind, GameRecord, RoundLine
+from service.records.report import (
+    CatchEvidence,
+    ChallengeEvidence,
+    FinalTable,
+    Finding,
+    Outcome,
+    RefusedChallengeEvidence,
+    RoundScore,
+    RulesReport,
+    Ruling,
+    StackedChallengeEvidence,
+    Verdict,
+)
 from service.rules import fair
 from service.rules.cards import Card, Face, tokens
 from service.rules.commands import (
@@ -70,30 +88,11 @@ from service.rules.state import HAND_SIZE, State, new_state
 from service.rules.uno import catch_reason
 from service.rules.violations import Impossible, Rule, Violation
 
-from .entries import DisputeKind
-from .export import _action as action_line
-from .export import _round_line as round_line
-from .export import cards_taken, fired_outcomes, flipped_cards, new_piles
-from .record import Action, ActionKind, GameRecord, RoundLine
-from .report import (
-    CatchEvidence,
-    ChallengeEvidence,
-    FinalTable,
-    Finding,
-    Outcome,
-    RefusedChallengeEvidence,
-    RoundScore,
-    RulesReport,
-    Ruling,
-    StackedChallengeEvidence,
-    Verdict,
-)
-
 
 @dataclass(slots=True)
 class Report:
     """What the replay found, as it goes: findings and rulings by record line, the state it reached and
-    the events it applied. :meth:`rules` gives the report (:class:`~service.audit.report.RulesReport`)."""
+    the events it applied. :meth:`rules` gives the report (:class:`~service.records.report.RulesReport`)."""
 
     variant: Variant
     players: tuple[str, ...]
@@ -179,7 +178,7 @@ class Replay:
         back: :meth:`GameLog.commands <service.audit.log.GameLog.commands>`), under the record's header.
 
         Each command is judged exactly as the line of a ``SEED`` record that
-        :func:`~service.audit.export.record_from_steps` writes of it, which stands at line ``i + 2`` for
+        :func:`~service.records.export.record_from_steps` writes of it, which stands at line ``i + 2`` for
         command ``i``: only the record is not written and read back. A round start, a catch or a challenge
         (their judgments read their line) and any command of a round dealt without a deck go through their
         line; any other command is carried out as it is, with the supply its line gives (the launcher
@@ -349,7 +348,7 @@ class Replay:
     def carry_out_with_deck(self, line: int, command: Command, events: tuple[Event, ...]) -> None:
         """Carry out ``command`` of a round dealt from a deck (a turn's: not a round start, a catch or a
         challenge), which wrote ``events`` when it was accepted, as its record line says it
-        (:func:`~service.audit.export.record_from_steps`, then :meth:`command`): the launcher presses
+        (:func:`~service.records.export.record_from_steps`, then :meth:`command`): the launcher presses
         those events fired are the line's ``fired`` (a press line's own included) and the command's
         supply; nothing else comes from the table."""
         assert not isinstance(command, StartRound | Catch | Challenge)

@@ -1,10 +1,10 @@
 """The one catalogue of stored types: every game event and audit entry a stream may hold, registered once.
 
 A game's stream holds two kinds of rows: the game's own events (:mod:`service.rules.events`), which the
-rules engine folds, and audit entries (:mod:`service.audit.entries`: disputes, rulings, a revealed seed,
+rules engine folds, and audit entries (:mod:`service.domain.entries`: disputes, rulings, a revealed seed,
 an imported record), which it does not. Every consumer — the command handler, the read models, their
 check, the stored-game reader, the redaction — asks this module what a row is and decodes it here, with
-the one decoder of :mod:`service.codec`.
+the one decoder of :mod:`service.domain.codec`.
 
 **Schema versions.** The log must still verify years after it was written, so a stored type's shape may
 change only by a new *version*: its :class:`StoredType` names the current version and one *upcaster* per
@@ -15,7 +15,7 @@ current one, then decodes the payload into today's class. The stored payload its
 (the log is append-only and the hash chain covers it as stored). A row of a version newer than this code
 knows, or of a type it does not know, is refused (:class:`CatalogueError`), never guessed at.
 
-A field added with a default needs no new version (:func:`service.codec.required_fields`: a payload
+A field added with a default needs no new version (:func:`service.domain.codec.required_fields`: a payload
 written before the field existed decodes as the default); renaming, removing or retyping a field, or
 adding one without a default, does.
 """
@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from service.audit import entries as audit_entries
-from service.audit.entries import Entry
-from service.codec import CodecError, decoder, to_json
+from service.domain import entries as audit_entries
+from service.domain.codec import CodecError, decoder, to_json
+from service.domain.entries import Entry
 from service.rules import events as game_events
 from service.rules.events import Event
 

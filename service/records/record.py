@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from service.limits import MAX_JSON_DEPTH, json_depth
+from service.domain.limits import MAX_JSON_DEPTH, json_depth
 from service.rules.cards import Card, CardError, Colour, tokens
 from service.rules.options import Variant, make_options
 from service.rules.setup import MAX_NAME, valid_name

@@ -50,14 +50,13 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_bef
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.catalogue import type_name
+from service.api.views import VARIANTS
+from service.domain.catalogue import type_name
 from service.rules import events as ev
 from service.rules.cards import Card, Colour, Face
 from service.rules.legality import cards_left, identical, names_target, playable_cards, stacks_on
 from service.rules.options import Options, Variant, make_options
 from service.rules.rule_sets import RULE_SETS
-
-from .views import VARIANTS
 
 COLOURS = [c.value for c in Colour]
 FORGET_UNO = 0.1

@@ -2,7 +2,7 @@
 
 They are stored like any event (hash-chained, append-only, in the game's stream, so a filing or a ruling
 is as tamper-evident as a play), but the rules engine does not know them: the command handler, the read
-models and the verifier's replay step over them. :mod:`service.catalogue` registers them (group
+models and the verifier's replay step over them. :mod:`service.domain.catalogue` registers them (group
 ``AUDIT``), encodes and decodes them.
 
 * :class:`DisputeFiled` — a seated player disputes an UNO catch or a Wild Draw Four challenge at a
@@ -16,9 +16,9 @@ models and the verifier's replay step over them. :mod:`service.catalogue` regist
 
 Payloads are plain JSON objects of the fields below (no floats: ``jsonb`` must give back what was hashed).
 A field added to an entry later gets a default, and a stored payload written before it existed lacks it:
-the catalogue reads such a field as its default (:func:`service.codec.required_fields`), so the games
+the catalogue reads such a field as its default (:func:`service.domain.codec.required_fields`), so the games
 already stored keep decoding (and their hash chain covers their payloads as stored); any other change of
-shape is a new schema version with an upcaster (:mod:`service.catalogue`).
+shape is a new schema version with an upcaster (:mod:`service.domain.catalogue`).
 """
 
 from __future__ import annotations
