@@ -265,7 +265,7 @@ class Child:
         env["PYTHONUNBUFFERED"] = "1"  # a kill -9 must not take the last log lines with it
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "service.cli.main", *self.args],
+                [sys.executable, "-m", "service.cli", *self.args],
                 cwd=ROOT,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -577,7 +577,7 @@ class Chaos:
             await conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
         migrate = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "service.cli.main", "migrate", "--database-url", self.postgres.url()],
+            [sys.executable, "-m", "service.cli", "migrate", "--database-url", self.postgres.url()],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -1006,7 +1006,7 @@ async def verify_all(owner_url: str) -> dict[str, Any]:
     """``uno-audit verify --all --json`` on the private database: the number of games and the invalid."""
     done = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "service.cli.main", "verify", "--all", "--json", "--database-url", owner_url],
+        [sys.executable, "-m", "service.cli", "verify", "--all", "--json", "--database-url", owner_url],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -858,7 +858,7 @@ async def served(url: str, workers: int = 1) -> AsyncIterator[Served]:
     games are dealt from fixed decks); SIGTERM at the end."""
     token = secrets.token_hex(24)
     service_url = make_conninfo(url, user=SERVICE_LOGIN)  # serve refuses the owner's login
-    command = [sys.executable, "-m", "service.cli.main", "serve", "--database-url", service_url]
+    command = [sys.executable, "-m", "service.cli", "serve", "--database-url", service_url]
     async with _subprocess_server(command, workers, {"UNO_AUDIT_ADMIN_TOKEN": token}) as (address, pids):
         yield Served(address, pids, token)
 

@@ -319,7 +319,7 @@ def test_the_deployment_left_with_the_placeholders_does_not_start() -> None:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("UNO_AUDIT_")}
     env |= _template_env(SERVER)
     done = subprocess.run(
-        [sys.executable, "-m", "service.cli.main", *SERVER["args"]],
+        [sys.executable, "-m", "service.cli", *SERVER["args"]],
         env=env,
         capture_output=True,
         text=True,

@@ -246,7 +246,7 @@ def test_verify_record_as_a_program(name: str, tmp_path: Path) -> None:
     path = tmp_path / "game.jsonl"
     path.write_bytes(PROGRAM_CASES[name])
     done = subprocess.run(
-        [sys.executable, "-m", "service.cli.main", "verify", "--record", str(path)],
+        [sys.executable, "-m", "service.cli", "verify", "--record", str(path)],
         capture_output=True,
         cwd=ROOT,
         check=False,
@@ -267,7 +267,7 @@ def test_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
     (tmp_path / name).write_bytes(_valid())
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / name).write_bytes(_valid().replace(b'"play": "R1"', b'"play": "R99"'))
-    program = [sys.executable, "-m", "service.cli.main", "verify", "--record"]
+    program = [sys.executable, "-m", "service.cli", "verify", "--record"]
     good = subprocess.run([*program, str(tmp_path / name)], capture_output=True, cwd=ROOT, timeout=60)
     bad = subprocess.run([*program, str(tmp_path / "bad" / name)], capture_output=True, cwd=ROOT, timeout=60)
     assert good.returncode == 0, good.stderr

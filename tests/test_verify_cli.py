@@ -149,7 +149,7 @@ def test_bad_usage_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
     path = write(tmp_path, HEADER, ROUND, '{"by": "ann", "play": "Q1"}')
-    program = [sys.executable, "-m", "service.cli.main", "verify", "--record"]
+    program = [sys.executable, "-m", "service.cli", "verify", "--record"]
     root = Path(__file__).parent.parent
 
     bad = subprocess.run([*program, str(path)], capture_output=True, text=True, cwd=root, check=False)

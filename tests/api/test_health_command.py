@@ -22,7 +22,7 @@ async def _health(*args: str) -> tuple[int, list[str], list[str]]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "service.cli.main",
+        "service.cli",
         "health",
         *args,
         stdout=asyncio.subprocess.PIPE,

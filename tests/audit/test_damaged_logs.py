@@ -505,7 +505,7 @@ async def test_verify_all_json_is_one_object_on_standard_output_whatever_the_log
     program = [
         sys.executable,
         "-m",
-        "service.cli.main",
+        "service.cli",
         "verify",
         "--all",
         "--json",
