@@ -30,7 +30,9 @@ import pytest
 import yaml
 
 from service.api.server import AUDIT_SERVICE_NAME, GRACE_SECONDS, PROJECTIONS_SERVICE, SERVICE_NAME
-from service.cli.main import ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN, SERVICE_PASSWORD_ENV, build_parser
+from service.cli.main import build_parser
+from service.cli.options import SERVICE_PASSWORD_ENV
+from service.cli.serve import ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN
 from service.store.migrate import SERVICE_LOGIN
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -30,6 +30,7 @@ from service.rules.events import (
 if TYPE_CHECKING:  # the event store's modules load only with a stored game
     from service.audit.chain import ChainFinding
     from service.audit.log import Dispute
+    from service.checkpoints.receipts import ReceiptCheck
 
 #: Events that carry cards taken from the pile: a difference in one of them is a fair-dealing mismatch.
 CARD_EVENTS = frozenset(
@@ -218,7 +219,8 @@ def _nothing_judged() -> dict[str, object]:
 class GameReport:
     """A stored game's full report: the rules report of the record it stands for (``rules``, in
     positions; ``None`` when the log cannot be read back as one, and ``unreadable`` says where), and
-    the sections only a stored game has. ``players`` names the seats in ``disputes``."""
+    the sections only a stored game has. ``players`` names the seats in ``disputes``; ``receipts``
+    are the checks of a player's receipts against the log, when some were given."""
 
     game_id: str
     origin: Origin
@@ -233,6 +235,7 @@ class GameReport:
     players: tuple[str, ...]
     disputes: tuple[Dispute, ...]
     unreadable_entries: tuple[Flaw, ...]
+    receipts: tuple[ReceiptCheck, ...] | None = None
 
     @property
     def rules_valid(self) -> bool:
@@ -240,8 +243,18 @@ class GameReport:
 
     @property
     def valid(self) -> bool:
-        """Every check passed: no rule broken, an intact chain, every audit entry readable, no replay
-        divergence or outcome difference, a seed that matches its commitment, no read-model problem."""
+        """Every check passed: the stored game's own (:attr:`log_valid`) and every receipt given."""
+        return self.log_valid and self.receipts_valid
+
+    @property
+    def receipts_valid(self) -> bool:
+        """Every receipt given matches the log (true when none was given)."""
+        return self.receipts is None or all(check.ok for check in self.receipts)
+
+    @property
+    def log_valid(self) -> bool:
+        """The stored game holds together: no rule broken, an intact chain, every audit entry readable, no
+        replay divergence or outcome difference, a seed that matches its commitment, no read-model problem."""
         replay, seed, projections = self.replay, self.seed, self.projections
         return (
             self.rules_valid
@@ -315,6 +328,7 @@ class GameReport:
             "projections": None if self.projections is None else self.projections.to_json(),
             "disputes": [d.to_json(self.players) for d in self.disputes],
             "unreadable_entries": [e.to_json() for e in self.unreadable_entries],
+            **({} if self.receipts is None else {"receipts": [check.to_json() for check in self.receipts]}),
         }
 
 

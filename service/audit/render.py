@@ -67,6 +67,11 @@ def render(report: RulesReport | GameReport) -> str:
     if stopped_at is not None:
         what = "record" if unit is Unit.LINE else "game"
         lines.append(f"  the {what} could not be followed past {unit.value} {stopped_at}")
+    if isinstance(report, GameReport):
+        lines += [
+            f"  receipt {check.index + 1} (version {check.version}): {check.verdict.upper()}: {check.message}"
+            for check in report.receipts or ()
+        ]
     return "\n".join(lines)
 
 
@@ -105,8 +110,12 @@ def _winner(outcome: Outcome | None) -> str:
 
 def _game_sections(report: GameReport) -> list[str]:
     variant = "?" if report.rules is None else report.rules.variant.value
+    heading = f"game {report.game_id}: {_validity(report.valid)}"
+    if report.log_valid and not report.receipts_valid:
+        # The game holds together by itself: it is a player's receipt that says the log was rewritten.
+        heading += " (a receipt does not match the log)"
     lines = [
-        f"game {report.game_id}: {_validity(report.valid)}",
+        heading,
         f"  {report.origin.value} {variant} game, version {report.version}, {report.status.value}; "
         f"rules {'kept' if report.rules_valid else 'BROKEN'}",
     ]

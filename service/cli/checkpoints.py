@@ -1,20 +1,10 @@
-"""The command line's signed checkpoints: sign, prove, check a proof, co-sign, check a player's receipts.
+"""The commands on signed checkpoints: ``keygen``, ``checkpoint`` (sign a game's head or a tournament's
+tree), ``prove``, ``check-proof`` (published checkpoints only: no database, no server) and ``cosign``
+(a witness's signature); and the key and file readers ``verify --receipts`` shares.
 
-* ``uno-audit checkpoint --game ID | --tournament T [--key-file F] [--json]``: the signed checkpoint of a
-  stored game (its current head) or of a tournament (the Merkle tree of its finished games);
-* ``uno-audit prove (--game ID | --tournament T --from-size M) [--tournament T] [--size N]``: an
-  inclusion proof of a game in its tournament's tree, or a consistency proof between two of its sizes,
-  as JSON;
-* ``uno-audit check-proof --checkpoint FILE --proof FILE --key VKEY [--old-checkpoint FILE]``: check a
-  proof against published checkpoints only — no database, no server;
-* ``uno-audit cosign --checkpoint FILE --key-file WITNESS_KEY --log-key VKEY``: a witness adds its
-  signature line to a checkpoint it checked;
-* ``uno-audit verify --game ID --receipts FILE --key VKEY``: see :mod:`service.cli.audit`.
-
-The signing key is ``--key-file`` or ``$UNO_AUDIT_CHECKPOINT_KEY`` (``uno-audit keygen`` makes one); the
-service's name in every origin is the key's name. Exit 0 when done or valid, 1 when a proof or receipt
-does not hold, 2 when the request cannot be carried out (a missing key, an unreadable file, an unknown
-game or tournament).
+The signing key is ``--key-file`` or ``$UNO_AUDIT_CHECKPOINT_KEY``; the service's name in every origin is
+the key's name. Exit 0 when done or valid, 1 when a proof does not hold, 2 when the request cannot be
+carried out (a missing key, an unreadable file, an unknown game or tournament).
 """
 
 from __future__ import annotations
@@ -22,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +36,12 @@ from service.checkpoints import (
     tournament_tree,
     verify_consistency,
     verify_game_in_tournament,
+    write_signer,
 )
 from service.checkpoints.tournament import tournament_origin
-from service.cli.audit import EXIT_INVALID, EXIT_OK, EXIT_USAGE, on_auditor
+from service.cli.database import on_auditor
+from service.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Refused
+from service.cli.options import stored_games_database
 
 #: A checkpoint or proof file is small; anything larger is not one.
 MAX_FILE_BYTES = 1 << 20
@@ -57,12 +49,17 @@ MAX_FILE_BYTES = 1 << 20
 MAX_RECEIPTS_FILE_BYTES = 64 << 20
 
 
-class Refused(Exception):
-    """The request cannot be carried out: one line for standard error, exit 2."""
+def register_keygen(commands: Any) -> None:
+    """The ``keygen`` command."""
+    keygen = commands.add_parser("keygen", help="make a checkpoint signing key; print its public key")
+    keygen.add_argument("--name", required=True, help="the key's name: the service's, as in its origins")
+    keygen.add_argument("--out", type=Path, required=True, metavar="FILE", help="the private key (0600)")
+    keygen.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    keygen.set_defaults(run=keygen_command)
 
 
-def add_commands(commands: Any, stored_games_database: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register ``checkpoint``, ``prove``, ``check-proof`` and ``cosign`` on the subcommand parser."""
+def register(commands: Any) -> None:
+    """The ``checkpoint``, ``prove``, ``check-proof`` and ``cosign`` commands."""
     checkpoint = commands.add_parser("checkpoint", help="sign a game's or a tournament's checkpoint")
     which = checkpoint.add_mutually_exclusive_group(required=True)
     which.add_argument("--game", metavar="ID", help="a stored game: its current head")
@@ -72,6 +69,7 @@ def add_commands(commands: Any, stored_games_database: Callable[[argparse.Argume
     )
     checkpoint.add_argument("--json", action="store_true", help="print one JSON object")
     stored_games_database(checkpoint)
+    checkpoint.set_defaults(run=checkpoint_command)
 
     prove = commands.add_parser("prove", help="prove a game is in a tournament, or that it only grew")
     prove.add_argument("--tournament", metavar="T", help="the tournament (default: the game's)")
@@ -80,12 +78,14 @@ def add_commands(commands: Any, stored_games_database: Callable[[argparse.Argume
     what.add_argument("--from-size", type=int, metavar="M", help="a consistency proof from size M")
     prove.add_argument("--size", type=int, metavar="N", help="the tree size to prove against (default: now)")
     stored_games_database(prove)
+    prove.set_defaults(run=prove_command)
 
     check = commands.add_parser("check-proof", help="check a proof against published checkpoints only")
     check.add_argument("--checkpoint", type=Path, required=True, metavar="FILE", help="the signed checkpoint")
     check.add_argument("--proof", type=Path, required=True, metavar="FILE", help="the proof (JSON)")
     check.add_argument("--old-checkpoint", type=Path, metavar="FILE", help="the earlier checkpoint")
     _key_options(check)
+    check.set_defaults(run=_check_proof)
 
     witness = commands.add_parser("cosign", help="a witness co-signs a checkpoint it checked")
     witness.add_argument(
@@ -95,6 +95,7 @@ def add_commands(commands: Any, stored_games_database: Callable[[argparse.Argume
     witness.add_argument(
         "--log-key", action="append", required=True, metavar="VKEY", help="the service's verifier key"
     )
+    witness.set_defaults(run=_cosign)
 
 
 def _key_options(parser: argparse.ArgumentParser) -> None:
@@ -109,20 +110,36 @@ def _key_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=int, default=0, metavar="K", help="witness signatures required")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run one of the commands registered by :func:`add_commands`."""
+def checkpoint_command(args: argparse.Namespace) -> int:
+    """Sign and print the checkpoint of a stored game's head or of a tournament's tree."""
+    signer = signing_key(args.key_file)
+    return on_auditor(args, lambda auditor: _checkpoint(auditor.store, signer, args))
+
+
+def prove_command(args: argparse.Namespace) -> int:
+    """Print an inclusion or a consistency proof as one JSON object."""
+    return on_auditor(args, lambda auditor: _prove(auditor.store, args))
+
+
+def keygen_command(args: argparse.Namespace) -> int:
+    """Make an Ed25519 key for signing checkpoints, write it to ``--out`` (mode 0600; an existing file
+    only with ``--force``) and print its public verifier key and key id, to publish, as one JSON object.
+    """
     try:
-        if args.command == "checkpoint":
-            signer = signing_key(args.key_file)
-            return on_auditor(args, lambda auditor: _checkpoint(auditor.store, signer, args))
-        if args.command == "prove":
-            return on_auditor(args, lambda auditor: _prove(auditor.store, args))
-        if args.command == "check-proof":
-            return _check_proof(args)
-        return _cosign(args)
-    except Refused as refused:
-        print(f"uno-audit {args.command}: {refused}", file=sys.stderr)
+        signer = Signer.generate(args.name)
+        write_signer(signer, args.out, force=args.force)
+    except KeyFormatError as error:
+        print(f"uno-audit keygen: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except FileExistsError:
+        print(f"uno-audit keygen: {args.out} exists (--force replaces the key in it)", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"uno-audit keygen: cannot write {args.out}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_USAGE
+    key = {"name": signer.name, "key_id": f"{signer.key_id:08x}", "verifier_key": signer.verifier.encode()}
+    print(json.dumps({**key, "key_file": str(args.out)}))
+    return EXIT_OK
 
 
 def signing_key(path: Path | None) -> Signer:

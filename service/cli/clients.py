@@ -10,17 +10,15 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
-EXIT_OK, EXIT_REFUSED = 0, 2
+from service.cli.database import database_url
+from service.cli.exits import EXIT_OK, EXIT_USAGE
+from service.cli.options import stored_games_database
 
 
-def add_parser(
-    commands: Any,  # argparse's sub-parsers action (its type parameter is private to typeshed)
-    database_options: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    """The ``clients`` command and its three actions, each with ``database_options``."""
+def register(commands: Any) -> None:  # argparse's sub-parsers action: its type is private to typeshed
+    """The ``clients`` command and its three actions."""
     clients = commands.add_parser("clients", help="issue, list and revoke client applications' keys")
     action = clients.add_subparsers(dest="action", required=True, metavar="{add,list,revoke}")
     add = action.add_parser("add", help="issue a key to a new client; the key is shown once")
@@ -29,26 +27,28 @@ def add_parser(
     revoke = action.add_parser("revoke", help="revoke a client's key (its games keep its name)")
     revoke.add_argument("name")
     for parser in (add, listed, revoke):
-        database_options(parser)
+        stored_games_database(parser)
+        parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """One action on ``args.database_url`` (the owner's); its exit status."""
+    """One action on the database (the owner's login); its exit status."""
     import psycopg
 
     from service.store.clients import ClientExists
 
     try:
-        return asyncio.run(_run(args))
+        with database_url(args) as url:
+            return asyncio.run(_run(args, url))
     except (ClientExists, ValueError) as refused:
         print(f"uno-audit clients {args.action}: {refused}", file=sys.stderr)
-        return EXIT_REFUSED
+        return EXIT_USAGE
     except psycopg.Error as error:
         print(f"uno-audit clients {args.action}: {str(error).strip().splitlines()[0]}", file=sys.stderr)
-        return EXIT_REFUSED
+        return EXIT_USAGE
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, url: str) -> int:
     import psycopg
 
     from service.api.access import new_client_key
@@ -56,8 +56,8 @@ async def _run(args: argparse.Namespace) -> int:
     from service.store.clients import add_client, list_clients, revoke_client
     from service.store.migrate import apply_migrations
 
-    await apply_migrations(args.database_url)
-    async with await psycopg.AsyncConnection.connect(args.database_url, autocommit=True) as conn:
+    await apply_migrations(url)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         if args.action == "add":
             key = new_client_key()
             await add_client(conn, args.name, token_hash(key))
@@ -67,7 +67,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.action == "revoke":
             if not await revoke_client(conn, args.name):
                 print(f"uno-audit clients revoke: no client {args.name!r} with a live key", file=sys.stderr)
-                return EXIT_REFUSED
+                return EXIT_USAGE
             print(json.dumps({"client": args.name, "revoked": True}))
             return EXIT_OK
         for row in await list_clients(conn):
