@@ -57,6 +57,7 @@ from psycopg import sql  # noqa: E402
 from psycopg.conninfo import make_conninfo  # noqa: E402
 
 from projections.migrate import apply_migrations  # noqa: E402
+from service.api.config import ServeConfig  # noqa: E402
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb  # noqa: E402
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
@@ -825,9 +826,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with bench_database(args.database_url) as owner_url:
         await ensure_service_login(owner_url)
         running = await start_server(
-            listen="127.0.0.1:0",
-            database_url=make_conninfo(owner_url, user=SERVICE_LOGIN),
-            admin_token=admin_token,
+            ServeConfig(
+                listen="127.0.0.1:0",
+                database_url=make_conninfo(owner_url, user=SERVICE_LOGIN),
+                admin_token=admin_token,
+            )
         )
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:

@@ -48,6 +48,7 @@ import structlog  # noqa: E402
 from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
+from service.api.config import ServeConfig  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.server import RunningServer, start_server  # noqa: E402
@@ -145,7 +146,7 @@ async def server(url: str) -> AsyncIterator[RunningServer]:
         logger_factory=structlog.ReturnLoggerFactory(),
         cache_logger_on_first_use=True,
     )
-    running = await start_server(listen="127.0.0.1:0", database_url=url, admin_token=None)
+    running = await start_server(ServeConfig(listen="127.0.0.1:0", database_url=url, admin_token=None))
     try:
         yield running
     finally:

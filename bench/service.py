@@ -111,6 +111,7 @@ from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
 from projections.migrate import apply_migrations as migrate_projections  # noqa: E402
+from service.api.config import ServeConfig  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.server import start_server  # noqa: E402
@@ -955,7 +956,7 @@ async def in_process(url: str) -> AsyncIterator[Served]:
         cache_logger_on_first_use=True,
     )
     token = secrets.token_hex(24)
-    running = await start_server(listen="127.0.0.1:0", database_url=url, admin_token=token)
+    running = await start_server(ServeConfig(listen="127.0.0.1:0", database_url=url, admin_token=token))
     try:
         yield Served(f"127.0.0.1:{running.port}", [], token)
     finally:

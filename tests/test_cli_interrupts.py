@@ -21,6 +21,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from projections.migrate import apply_migrations
+from service.api.config import ServeConfig
 from service.api.server import start_server
 
 if TYPE_CHECKING:
@@ -98,10 +99,12 @@ async def test_bots_prints_its_partial_summary_first(
 ) -> None:
     await apply_migrations(database_url)
     running = await start_server(
-        listen="127.0.0.1:0",
-        database_url=await service_login.url(database_url),
-        admin_token=None,
-        projector=False,
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=await service_login.url(database_url),
+            admin_token=None,
+            projector=False,
+        )
     )
     receipts = tmp_path / "receipts.jsonl"
     try:

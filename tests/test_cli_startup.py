@@ -16,6 +16,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from projections.migrate import apply_migrations
+from service.api.config import ServeConfig
 from service.api.server import start_server
 from service.cli.main import main
 
@@ -50,7 +51,7 @@ async def test_a_port_another_server_holds_is_refused_not_shared(
     await apply_migrations(database_url)
     service_url = await service_login.url(database_url)
     running = await start_server(
-        listen="127.0.0.1:0", database_url=service_url, admin_token=None, projector=False
+        ServeConfig(listen="127.0.0.1:0", database_url=service_url, admin_token=None, projector=False)
     )
     try:
         done = await asyncio.to_thread(

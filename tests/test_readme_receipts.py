@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from service.api.config import ServeConfig
 from service.api.server import start_server
 from service.checkpoints.keyring import load_keyring
 from service.cli.main import main
@@ -82,9 +83,9 @@ async def test_the_receipt_walkthrough_prints_what_the_readme_shows(
     await apply_migrations(database_url)
     await migrate_projections(database_url)
     server = await start_server(
-        listen="127.0.0.1:0",
-        database_url=await service_login.url(database_url),
-        admin_token=None,
+        ServeConfig(
+            listen="127.0.0.1:0", database_url=await service_login.url(database_url), admin_token=None
+        ),
         keyring=load_keyring(Path("service.key")),
     )
     try:

@@ -21,6 +21,7 @@ from google.protobuf import struct_pb2
 from service.api.callers import Callers, Context
 from service.api.gen.uno.audit.v1 import audit_pb2 as pb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
+from service.api.metrics import verdict_of
 from service.api.servicer import request_hash_of
 from service.app.auditor import Auditor
 from service.audit.log import Dispute
@@ -180,7 +181,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
             )
         receipts_valid = all(check.ok for check in checks)
         failed = [check.version for check in checks if check.verdict in (REWRITTEN, MISSING)]
-        metrics.verification(report)
+        metrics.verification(verdict_of(report))
         replay = report.replay  # none when the log cannot even be read back as a record
         diverged = None if replay is None else replay.diverged_at
         log.info(

@@ -22,6 +22,7 @@ from wsgiref.simple_server import WSGIServer
 import grpc
 from prometheus_client import REGISTRY, start_http_server
 
+from service.audit.game_report import GameReport
 from service.ops import metrics
 
 #: ``grpc.StatusCode`` as the ``grpc_code`` label spells it (Go's ``codes.Code.String()``).
@@ -142,6 +143,25 @@ def _observed_stream(
             call.ended(code)
 
     return observed
+
+
+def verdict_of(report: GameReport) -> str:
+    """A VerifyGame report's verdict, as ``uno_audit_verifications_total`` counts it: ``valid``, or the
+    first problem in the order a reader looks for one."""
+    replay = report.replay
+    if report.valid:
+        return "valid"
+    if not report.chain.valid:
+        return "chain_broken"
+    if report.rules is None:
+        return "unreadable"
+    if replay is not None and replay.diverged_at is not None:
+        return "diverged"
+    if not report.rules_valid:
+        return "rules_broken"
+    if replay is not None and replay.outcome_differs:
+        return "outcome_differs"
+    return "other"
 
 
 @dataclass(slots=True)

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
-import structlog
 from google.protobuf import message as pb_message
 from google.protobuf import struct_pb2, timestamp_pb2
 
@@ -41,6 +40,7 @@ from service.domain.errors import (
     Unavailable,
 )
 from service.ops import metrics
+from service.ops.logging import logger
 from service.rules import commands as cmd
 from service.rules.cards import Card, CardError, Colour
 from service.rules.events import Awaiting
@@ -50,7 +50,7 @@ from service.rules.setup import valid_name
 from service.rules.violations import Rule
 from service.store import Cursor, EventStore
 
-log = structlog.get_logger("uno_audit.api")
+log = logger("api")
 Context = grpc.aio.ServicerContext[Any, Any]
 
 COLOURS = {c.value: c for c in Colour}
@@ -166,6 +166,18 @@ def dealer_or_admin(caller: Caller, header: pb.CommandHeader) -> int | str:
     return "admin" if caller.admin else acting_seat(caller, header)
 
 
+def _rejected(fields: dict[str, Any], error: ServiceError) -> dict[str, Any]:
+    """A command's log fields once ``error`` refused it: its status code and the rule (or reason)."""
+    return {**fields, "outcome": "rejected", "code": errors.code_of(error).name, "rule": error.reason}
+
+
+def _command_ended(started: float, fields: dict[str, Any]) -> None:
+    """The one log line and the metric of a command of GameService, begun at ``started`` (a
+    ``perf_counter`` reading): ``fields`` names the command, its outcome and, when refused, the rule."""
+    log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
+    metrics.command(fields["command"], fields["outcome"], fields.get("rule", ""))
+
+
 def command_rpc(
     method: str, build: Build, actor: Callable[[Caller, pb.CommandHeader], int | str] = acting_seat
 ) -> CommandRpc:
@@ -192,14 +204,11 @@ def command_rpc(
                 metadata={"command_id": command_id, "actor": seat, "command": method},
             )
         except ServiceError as error:  # answered by errors.ErrorStatuses, like every refusal
-            fields.update(outcome="rejected", code=errors.code_of(error).name, rule=error.reason)
-            log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
-            metrics.command(method, "rejected", error.reason)
+            _command_ended(started, _rejected(fields, error))
             raise
         fields["outcome"] = "duplicate" if outcome.duplicate else "accepted"
         fields["version"] = outcome.version
-        log.info("command", latency_ms=round((time.perf_counter() - started) * 1000, 3), **fields)
-        metrics.command(method, fields["outcome"])
+        _command_ended(started, fields)
         players = outcome.state.players
         return pb.CommandReply(
             version=outcome.version,
@@ -344,29 +353,21 @@ class GameService(pb_grpc.GameServiceServicer):
                 client=client,
             )
         except ServiceError as error:
-            log.info(
-                "command",
-                command="CreateGame",
-                outcome="rejected",
-                code=errors.code_of(error).name,
-                rule=error.reason,
-                latency_ms=round((time.perf_counter() - started) * 1000, 3),
-            )
-            metrics.command("CreateGame", "rejected", error.reason)
+            _command_ended(started, _rejected({"command": "CreateGame"}, error))
             raise
         outcome = created.outcome
         for seat, token in enumerate(created.tokens):
             self.callers.remember(created.game_id, token_hash(token), seat)
-        log.info(
-            "command",
-            command="CreateGame",
-            game=created.game_id,
-            command_id=command_id,
-            outcome="accepted",
-            version=outcome.version,
-            latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        _command_ended(
+            started,
+            {
+                "command": "CreateGame",
+                "game": created.game_id,
+                "command_id": command_id,
+                "outcome": "accepted",
+                "version": outcome.version,
+            },
         )
-        metrics.command("CreateGame", "accepted")
         return pb.CreateGameReply(
             game_id=created.game_id,
             version=outcome.version,

@@ -1,20 +1,17 @@
-"""``uno-audit serve --workers N``: N server processes (each a whole :func:`start_server`) and the
+"""``uno-audit serve --workers N``: N server processes (:mod:`service.api.worker_process`) and the
 projector's process on one port, as fresh interpreters given their plan on standard input, supervised.
 
 The parent probes the port without ``SO_REUSEPORT`` (:func:`probe_listen`: taken, exit 2) and has every
-worker bind before any accepts, so the kernel spreads connections over all. A process that exits is
-started again in its place after :func:`backoff` (a worker binds beside the others, which keep serving);
-:data:`CRASH_LOOP_RESTARTS` within :data:`CRASH_LOOP_SECONDS` is a crash loop: health
-``uno.audit.v1.Supervision`` NOT_SERVING, metric ``uno_audit_crash_loop``. SIGHUP replaces them one by one
-(new code, the key file read again); SIGTERM stops all gracefully; they die with the parent
-(``PR_SET_PDEATHSIG``). The parent serves every worker's metrics (prometheus_client multiprocess mode).
+worker bind before any accepts. A process that exits is started again after :func:`backoff`;
+:data:`CRASH_LOOP_RESTARTS` within :data:`CRASH_LOOP_SECONDS` is a crash loop. SIGHUP replaces them one
+by one, SIGTERM stops all gracefully, and they die with the parent. The parent serves every worker's
+metrics. docs/OPERATIONS.md ("Supervision", "Serving") says more.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import errno
 import json
 import os
@@ -24,35 +21,28 @@ import signal
 import socket
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import structlog
 from prometheus_client import multiprocess, start_http_server
 
-from projections.migrate import apply_migrations as migrate_projections
-from projections.projector import run_projector
-from service.api.access import Access
+from service.api.config import GRACE_SECONDS, ListenError, ServeConfig
 from service.api.metrics import Exporter
-from service.api.server import GRACE_SECONDS, ListenError, configure_logging, start_server, supervision_health
-from service.api.tls import ServerTLS
 from service.checkpoints.keyring import Keyring
-from service.checkpoints.keys import Signer, Verifier
 from service.ops import metrics
+from service.ops.logging import logger
 
 #: What a worker process runs: a fresh interpreter, reading its :class:`WorkerPlan` from standard input.
-WORKER_CODE = "from service.api.workers import worker_main; worker_main()"
+WORKER_CODE = "from service.api.worker_process import worker_main; worker_main()"
 #: A port whose server was just killed (``kill -9`` of its whole process group, then a restart) is free a
 #: moment later, once the kernel has closed the dead workers' sockets: the probe tries again this long
 #: before it calls the port taken.
 PROBE_RETRY_SECONDS = 1.0
 #: How long the parent waits for the workers to stop after SIGTERM before it kills them.
 STOP_SECONDS = GRACE_SECONDS + 5.0
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 #: This many restarts of one process within :data:`CRASH_LOOP_SECONDS` is a crash loop.
 CRASH_LOOP_RESTARTS = 5
 CRASH_LOOP_SECONDS = 60.0
@@ -61,8 +51,6 @@ BACKOFF_FIRST_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
 #: prometheus_client's multiprocess mode: each worker writes its metrics to files in this folder.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-#: How often a worker copies its live figures (streams, pool) to its metric files in that mode.
-MIRROR_SECONDS = 1.0
 #: The metric files' folder's name starts so, then the parent's pid (see :func:`_sweep_metric_folders`).
 METRICS_FOLDER = "uno-audit-metrics-"
 
@@ -82,24 +70,14 @@ class WorkerPlan:
     index: int
     parent: int
     status_fd: int
-    listen: str
-    database_url: str
-    admin_token: str | None
+    #: The server's settings, ``listen`` with the port the parent's probe resolved.
+    config: ServeConfig
     #: False for the projector's own process: it runs the projector and serves nothing.
     serves: bool
-    database_timeout: float
-    tls: ServerTLS | None
     signer: str  # the signing key, encoded (Signer.encode): a key object does not pickle
     older: tuple[str, ...]
-    log_format: str
-    log_level: str
-    #: Who may create games, and the quotas (the same for every worker).
-    access: Access = field(default_factory=Access)
     #: Bind, say so, and accept only once the parent says "go" (the first start: all bind first).
     hold: bool = False
-
-
-# --- the parent -------------------------------------------------------------------------------------------
 
 
 def probe_listen(listen: str) -> str:
@@ -118,7 +96,7 @@ def probe_listen(listen: str) -> str:
     host, _, port_text = listen.rpartition(":")
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     port = int(port_text)
-    refused = ListenError(f"cannot listen on {listen}: the address is in use or cannot be bound")
+    refused = ListenError(listen)
     try:
         found = socket.getaddrinfo(bare or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError):
@@ -221,36 +199,23 @@ def _tell(worker: _Worker, message: dict[str, object]) -> None:
 
 
 async def serve_workers(
-    workers: int,
-    *,
-    listen: str,
-    database_url: str,
-    admin_token: str | None,
-    projector: bool,
-    database_timeout: float,
-    tls: ServerTLS | None,
-    keyring: Keyring,
-    log_format: str,
-    log_level: str,
-    metrics_listen: str | None = None,
-    reload_keyring: Callable[[], Keyring] | None = None,
-    access: Access | None = None,
+    config: ServeConfig, keyring: Keyring, reload_keyring: Callable[[], Keyring] | None = None
 ) -> None:
-    """Run ``workers`` server processes on ``listen`` until SIGTERM or SIGINT, restarting any that exits
-    (see the module), then stop them gracefully. ``metrics_listen`` serves every worker's metrics;
-    ``access`` is each worker's (:func:`~service.api.server.start_server`).
-    SIGHUP replaces the processes one by one (:func:`_reload`), signing with ``reload_keyring()``.
+    """Run ``config.workers`` server processes on ``config.listen`` until SIGTERM or SIGINT, restarting any
+    that exits (see the module), then stop them gracefully; the parent serves every worker's metrics on
+    ``config.metrics_listen``. SIGHUP replaces the processes one by one (:func:`_reload`), signing with
+    ``reload_keyring()``.
 
     :class:`ListenError` if the address is taken or cannot be bound; :class:`WorkerError` if a worker
     fails to start the first time (its own message, its exit status)."""
-    log = structlog.get_logger("uno_audit.server")
+    log = logger("server")
     loop = asyncio.get_running_loop()
     stopping, reloading = asyncio.Event(), asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     loop.add_signal_handler(signal.SIGHUP, reloading.set)
     folder = None
-    if metrics_listen is not None:
+    if config.metrics_listen is not None:
         _sweep_metric_folders()
         folder = tempfile.mkdtemp(prefix=f"{METRICS_FOLDER}{os.getpid()}-")
     env = None if folder is None else {**os.environ, MULTIPROC_ENV: folder}
@@ -258,51 +223,18 @@ async def serve_workers(
     slots: list[_Slot] = []
     retiring: list[_Worker] = []  # replaced by a reload, finishing their calls
     try:
-        address = await asyncio.to_thread(probe_listen, listen)
-        if metrics_listen is not None and folder is not None:
-            try:
-                host, _, port = metrics_listen.rpartition(":")
-                registry = metrics.supervisor_registry(folder)
-                exporter = Exporter(*start_http_server(int(port), addr=host.strip("[]"), registry=registry))
-            except OSError:
-                raise ListenError(
-                    f"cannot listen on {metrics_listen}: the address is in use or cannot be bound"
-                ) from None
+        address = await asyncio.to_thread(probe_listen, config.listen)
+        if config.metrics_listen is not None and folder is not None:
+            exporter = _start_exporter(config.metrics_listen, folder)
         try:
-            for index in range(workers + projector):  # the servers, then the projector's process
-                plan = WorkerPlan(
-                    index=index,
-                    parent=os.getpid(),
-                    status_fd=-1,
-                    listen=address,
-                    database_url=database_url,
-                    admin_token=admin_token,
-                    serves=index < workers,
-                    database_timeout=database_timeout,
-                    tls=tls,
-                    signer=keyring.signer.encode(),
-                    older=tuple(verifier.encode() for verifier in keyring.older),
-                    log_format=log_format,
-                    log_level=log_level,
-                    access=access or Access(),
-                    hold=True,
-                )
+            for plan in _plans(config, address, keyring):
                 slot = _Slot(plan)
                 slot.worker = await _spawn(plan, env)
                 slots.append(slot)
             if not await _started(slots, stopping):
                 return
-            log.info(
-                "serving",
-                address=address,
-                workers=workers,
-                pids=[slot.worker.process.pid for slot in slots if slot.worker],  # the projector's last
-                projector=slots[-1].worker.process.pid if projector and slots[-1].worker else None,
-                admin=admin_token is not None,
-                tls="off" if tls is None else "mutual" if tls.client_ca is not None else "on",
-                metrics=None if exporter is None else exporter.port,
-            )
-            await _supervise(slots, stopping, env, folder, reloading, reload_keyring, retiring)
+            _log_serving(config, address, slots, exporter)
+            await _Supervisor(slots, env, folder, reload_keyring, retiring).run(stopping, reloading)
             log.info("stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
         finally:
             await _stop([slot.worker for slot in slots if slot.worker is not None] + retiring)
@@ -314,6 +246,48 @@ async def serve_workers(
             await asyncio.to_thread(exporter.stop)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start_exporter(metrics_listen: str, folder: str) -> Exporter:
+    """Serve every worker's metrics (their files in ``folder``) and the parent's own on ``metrics_listen``."""
+    try:
+        host, _, port = metrics_listen.rpartition(":")
+        registry = metrics.supervisor_registry(folder)
+        return Exporter(*start_http_server(int(port), addr=host.strip("[]"), registry=registry))
+    except OSError:
+        raise ListenError(metrics_listen) from None
+
+
+def _plans(config: ServeConfig, address: str, keyring: Keyring) -> list[WorkerPlan]:
+    """The first plans: the servers', then the projector's process (with ``config.projector``)."""
+    served = replace(config, listen=address)
+    return [
+        WorkerPlan(
+            index=index,
+            parent=os.getpid(),
+            status_fd=-1,
+            config=served,
+            serves=index < config.workers,
+            signer=keyring.signer.encode(),
+            older=tuple(verifier.encode() for verifier in keyring.older),
+            hold=True,
+        )
+        for index in range(config.workers + config.projector)
+    ]
+
+
+def _log_serving(config: ServeConfig, address: str, slots: list[_Slot], exporter: Exporter | None) -> None:
+    """The parent's "serving" line, once every process serves."""
+    logger("server").info(
+        "serving",
+        address=address,
+        workers=config.workers,
+        pids=[slot.worker.process.pid for slot in slots if slot.worker],  # the projector's last
+        projector=slots[-1].worker.process.pid if config.projector and slots[-1].worker else None,
+        admin=config.admin_token is not None,
+        tls=config.tls_mode,
+        metrics=None if exporter is None else exporter.port,
+    )
 
 
 async def _started(slots: list[_Slot], stopping: asyncio.Event) -> bool:
@@ -359,43 +333,46 @@ async def _said(worker: _Worker, phase: str) -> None:
             return
 
 
-async def _supervise(
-    slots: list[_Slot],
-    stopping: asyncio.Event,
-    env: dict[str, str] | None,
-    folder: str | None,
-    reloading: asyncio.Event,
-    reload_keyring: Callable[[], Keyring] | None,
-    retiring: list[_Worker],
-) -> None:
+class _Supervisor:
     """Until a stop: restart each process that exits, in its place, after :func:`backoff`; keep the
-    crash-loop state current in every worker's health and in the metrics; reload when ``reloading``."""
-    log = structlog.get_logger("uno_audit.server")
-    restarting: dict[asyncio.Future[Any], _Slot] = {}
-    looping: set[str] = set()
-    reload: asyncio.Future[Any] | None = None
+    crash-loop state current in every worker's health and in the metrics; reload on SIGHUP."""
 
-    def announce() -> None:
+    def __init__(
+        self,
+        slots: list[_Slot],
+        env: dict[str, str] | None,
+        folder: str | None,
+        reload_keyring: Callable[[], Keyring] | None,
+        retiring: list[_Worker],
+    ) -> None:
+        self.slots, self.env, self.folder = slots, env, folder
+        self.reload_keyring, self.retiring = reload_keyring, retiring
+        self.restarting: dict[asyncio.Future[Any], _Slot] = {}
+        self.looping: set[str] = set()
+        self.reload: asyncio.Future[Any] | None = None
+        self.log = logger("server")
+
+    def announce(self) -> None:
+        """The crash-loop state, to the metrics, the log (when it changes) and every worker's health."""
         now = time.monotonic()
-        kinds = {slot.kind for slot in slots if slot.recent(now) >= CRASH_LOOP_RESTARTS}
-        nonlocal looping
+        kinds = {slot.kind for slot in self.slots if slot.recent(now) >= CRASH_LOOP_RESTARTS}
         for kind in ("worker", "projector"):
             metrics.crash_loop(kind, kind in kinds)
-        if kinds != looping:
-            (log.error if kinds else log.info)(
+        if kinds != self.looping:
+            (self.log.error if kinds else self.log.info)(
                 "crash loop" if kinds else "crash loop over", kinds=sorted(kinds)
             )
-        looping = kinds
-        for slot in slots:
+        self.looping = kinds
+        for slot in self.slots:
             if slot.worker is not None and slot.plan.serves:
                 _tell(slot.worker, {"crash_loop": bool(kinds)})
 
-    async def restart(slot: _Slot, gone: _Worker) -> None:
+    async def restart(self, slot: _Slot, gone: _Worker) -> None:
         now = time.monotonic()
         delay = backoff(slot.recent(now))
         slot.restarts.append(now)
         metrics.restarted(slot.kind)
-        log.error(
+        self.log.error(
             "process exited on its own: restarting it",
             kind=slot.kind,
             worker=slot.plan.index,
@@ -403,67 +380,85 @@ async def _supervise(
             status=gone.process.returncode,
             backoff_seconds=delay,
         )
-        announce()
+        self.announce()
         await asyncio.sleep(delay)
         plan = replace(slot.plan, hold=False)
-        worker = slot.worker = await _spawn(plan, env)
+        worker = slot.worker = await _spawn(plan, self.env)
         try:
             await _said(worker, "serving")
         except WorkerError as error:  # it exits too: seen below, restarted again with a longer wait
-            log.error("restarted process failed", kind=slot.kind, worker=slot.plan.index, error=str(error))
+            self.log.error(
+                "restarted process failed", kind=slot.kind, worker=slot.plan.index, error=str(error)
+            )
             return
-        _tell(worker, {"crash_loop": bool(looping)})
-        log.info("process restarted", kind=slot.kind, worker=slot.plan.index, pid=worker.process.pid)
+        _tell(worker, {"crash_loop": bool(self.looping)})
+        self.log.info("process restarted", kind=slot.kind, worker=slot.plan.index, pid=worker.process.pid)
 
-    stop: asyncio.Future[Any] = asyncio.ensure_future(stopping.wait())
-    asked: asyncio.Future[Any] = asyncio.ensure_future(reloading.wait())
-    tick = CRASH_LOOP_SECONDS / 10
-    try:
-        while not stopping.is_set():
-            exits: dict[asyncio.Future[Any], tuple[_Slot, _Worker]] = {
-                asyncio.ensure_future(slot.worker.process.wait()): (slot, slot.worker)
-                for slot in slots
-                if slot.worker is not None and slot not in restarting.values()
-            }
-            others = [*restarting, stop, asked, *([reload] if reload is not None else [])]
-            try:
-                done, _ = await asyncio.wait(
-                    [*exits, *others], timeout=tick, return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                for task in exits:
-                    task.cancel()
-            if asked in done:
-                reloading.clear()
-                asked = asyncio.ensure_future(reloading.wait())
-                if reload is None:
-                    reload = asyncio.ensure_future(
-                        _reload(slots, restarting, env, folder, reload_keyring, retiring)
+    async def run(self, stopping: asyncio.Event, reloading: asyncio.Event) -> None:
+        stop: asyncio.Future[Any] = asyncio.ensure_future(stopping.wait())
+        asked: asyncio.Future[Any] = asyncio.ensure_future(reloading.wait())
+        try:
+            while not stopping.is_set():
+                exits: dict[asyncio.Future[Any], tuple[_Slot, _Worker]] = {
+                    asyncio.ensure_future(slot.worker.process.wait()): (slot, slot.worker)
+                    for slot in self.slots
+                    if slot.worker is not None and slot not in self.restarting.values()
+                }
+                others = [*self.restarting, stop, asked, *self._reloads()]
+                try:
+                    done, _ = await asyncio.wait(
+                        [*exits, *others],
+                        timeout=CRASH_LOOP_SECONDS / 10,
+                        return_when=asyncio.FIRST_COMPLETED,
                     )
-                else:
-                    log.warning("reload already under way: SIGHUP ignored")
-            if reload is not None and reload in done:
-                _failed(reload, "reload")
-                reload = None
-            for task in done:
-                if task in restarting:
-                    _failed(task, "restart")
-                    restarting.pop(task)
-                elif task in exits and task.cancelled() is False:
-                    slot, gone = exits[task]
-                    if slot.worker is not gone:  # replaced by a reload meanwhile: its exit is expected
-                        continue
-                    if folder is not None:
-                        multiprocess.mark_process_dead(gone.process.pid, folder)  # type: ignore[no-untyped-call]
-                    restarting[asyncio.create_task(restart(slot, gone))] = slot
-            if looping:  # a loop is over once its restarts leave the window
-                announce()
-    finally:
-        stop.cancel()
-        asked.cancel()
-        for task in [*restarting, *([reload] if reload is not None else [])]:
-            task.cancel()
-        await asyncio.gather(*restarting, *([reload] if reload is not None else []), return_exceptions=True)
+                finally:
+                    for task in exits:
+                        task.cancel()
+                if asked in done:
+                    reloading.clear()
+                    asked = asyncio.ensure_future(reloading.wait())
+                    self._start_reload()
+                self._ended(done, exits)
+                if self.looping:  # a loop is over once its restarts leave the window
+                    self.announce()
+        finally:
+            stop.cancel()
+            asked.cancel()
+            for task in [*self.restarting, *self._reloads()]:
+                task.cancel()
+            await asyncio.gather(*self.restarting, *self._reloads(), return_exceptions=True)
+
+    def _reloads(self) -> list[asyncio.Future[Any]]:
+        return [self.reload] if self.reload is not None else []
+
+    def _start_reload(self) -> None:
+        if self.reload is None:
+            self.reload = asyncio.ensure_future(
+                _reload(
+                    self.slots, self.restarting, self.env, self.folder, self.reload_keyring, self.retiring
+                )
+            )
+        else:
+            self.log.warning("reload already under way: SIGHUP ignored")
+
+    def _ended(
+        self, done: set[asyncio.Future[Any]], exits: dict[asyncio.Future[Any], tuple[_Slot, _Worker]]
+    ) -> None:
+        """Deal with what ended: a reload or a restart (its error logged), or a process (restarted)."""
+        if self.reload is not None and self.reload in done:
+            _failed(self.reload, "reload")
+            self.reload = None
+        for task in done:
+            if task in self.restarting:
+                _failed(task, "restart")
+                self.restarting.pop(task)
+            elif task in exits and task.cancelled() is False:
+                slot, gone = exits[task]
+                if slot.worker is not gone:  # replaced by a reload meanwhile: its exit is expected
+                    continue
+                if self.folder is not None:
+                    multiprocess.mark_process_dead(gone.process.pid, self.folder)  # type: ignore[no-untyped-call]
+                self.restarting[asyncio.create_task(self.restart(slot, gone))] = slot
 
 
 def _failed(task: asyncio.Future[Any], what: str) -> None:
@@ -471,9 +466,7 @@ def _failed(task: asyncio.Future[Any], what: str) -> None:
     process it could not start is seen as exited, and restarted again after a longer backoff)."""
     error = None if task.cancelled() else task.exception()
     if error is not None:
-        structlog.get_logger("uno_audit.server").error(
-            f"{what} failed", error=f"{type(error).__name__}: {error}"
-        )
+        logger("server").error(f"{what} failed", error=f"{type(error).__name__}: {error}")
 
 
 async def _reload(
@@ -488,7 +481,7 @@ async def _reload(
     one serves beside the old (``SO_REUSEPORT``) before the old is stopped gracefully (SIGTERM: health
     NOT_SERVING, in-flight calls finish, its connections told to go elsewhere). A key that cannot be
     read, or a new process that fails to start, ends the reload; the processes not yet replaced stay."""
-    log = structlog.get_logger("uno_audit.server")
+    log = logger("server")
     started = time.monotonic()
     signer, older = slots[0].plan.signer, slots[0].plan.older
     if reload_keyring is not None:
@@ -541,149 +534,3 @@ async def _stop(running: list[_Worker]) -> None:
                 with contextlib.suppress(ProcessLookupError):
                     worker.process.kill()
         await asyncio.gather(*(worker.process.wait() for worker in running))
-
-
-# --- a worker ---------------------------------------------------------------------------------------------
-
-
-def _die_with_parent(parent: int) -> None:
-    """Have the kernel kill this process when its parent dies, however it dies (SIGKILL included): a
-    worker left behind would hold the port, and a restarted ``serve`` would find it taken."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    else:  # no death signal: watch the parent instead (a dead one makes init, or a reaper, our parent)
-
-        def watch() -> None:
-            while os.getppid() == parent:
-                time.sleep(0.5)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-    if os.getppid() != parent:  # it died before the death signal was asked for
-        os._exit(1)
-
-
-def worker_main() -> None:
-    """A worker process: read the plan, serve until SIGTERM or SIGINT, report to the parent on the way."""
-    plan: WorkerPlan = pickle.load(sys.stdin.buffer)
-    _die_with_parent(plan.parent)
-    status = os.fdopen(plan.status_fd, "w", buffering=1)
-    configure_logging(plan.log_format, plan.log_level, worker=plan.index)
-    import psycopg
-
-    from service.api.tls import TLSError
-    from service.store import StoreError
-
-    try:
-        asyncio.run(_work(plan, status))
-    except (ListenError, TLSError, StoreError, psycopg.Error, OSError) as error:
-        _say(status, {"failed": " ".join(str(error).split()) or type(error).__name__, "exit": 2})
-        sys.exit(2)
-    except BaseException as error:
-        if isinstance(error, SystemExit):
-            raise
-        structlog.get_logger("uno_audit.server").exception("worker failed")
-        _say(status, {"failed": f"worker {plan.index}: {type(error).__name__}: {error}", "exit": 1})
-        sys.exit(1)
-
-
-def _say(status: IO[str], message: dict[str, object]) -> None:
-    with contextlib.suppress(OSError):  # a parent that is gone hears nothing (and we die with it)
-        status.write(json.dumps(message) + "\n")
-
-
-def _listen_to_parent(loop: asyncio.AbstractEventLoop, heard: Callable[[dict[str, Any]], None]) -> None:
-    """Read the parent's lines on standard input in a thread, each handed to ``heard`` in the loop."""
-
-    def read() -> None:
-        # Raw reads of the descriptor, not sys.stdin: a daemon thread blocked inside the buffered reader
-        # holds its lock, and the interpreter's shutdown then dies with "Fatal Python error" on stderr.
-        fd, pending = sys.stdin.fileno(), b""
-        while chunk := os.read(fd, 65536):
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in filter(bytes.strip, lines):
-                with contextlib.suppress(ValueError, RuntimeError):  # a loop closed: the worker is stopping
-                    loop.call_soon_threadsafe(heard, json.loads(line))
-
-    threading.Thread(target=read, name="parent-lines", daemon=True).start()
-
-
-async def _work(plan: WorkerPlan, status: IO[str]) -> None:
-    log = structlog.get_logger("uno_audit.server")
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):  # SIGINT: Ctrl-C reaches the whole process group
-        loop.add_signal_handler(sig, stopping.set)
-    if not plan.serves:
-        await _project(plan, status, stopping)
-        return
-    go = asyncio.Event()
-    if not plan.hold:
-        go.set()
-    health: list[Any] = []
-    crash_loop = [False]
-    telling: set[asyncio.Task[None]] = set()
-
-    def heard(message: dict[str, Any]) -> None:
-        if message.get("go"):
-            go.set()
-        if "crash_loop" in message:
-            crash_loop[0] = bool(message["crash_loop"])
-            for servicer in health:
-                told = loop.create_task(supervision_health(servicer, crash_loop=crash_loop[0]))
-                telling.add(told)
-                told.add_done_callback(telling.discard)
-
-    _listen_to_parent(loop, heard)
-
-    async def bound() -> None:  # every worker binds before any accepts: see _started
-        _say(status, {"bound": plan.index})
-        await go.wait()
-
-    keyring = Keyring(Signer.parse(plan.signer), tuple(Verifier.parse(text) for text in plan.older))
-    running = await start_server(
-        listen=plan.listen,
-        database_url=plan.database_url,
-        admin_token=plan.admin_token,
-        projector=False,  # in a process of its own
-        database_timeout=plan.database_timeout,
-        tls=plan.tls,
-        keyring=keyring,
-        reuse_port=True,
-        bound=bound,
-        access=plan.access,
-    )
-    health.append(running.health)
-    await supervision_health(running.health, crash_loop=crash_loop[0])
-    mirroring = asyncio.create_task(_mirror_live_figures(stopping)) if os.environ.get(MULTIPROC_ENV) else None
-    log.info("worker serving", address=plan.listen, pid=os.getpid(), key=f"{keyring.signer.key_id:08x}")
-    _say(status, {"serving": plan.index, "port": running.port})
-    await stopping.wait()
-    log.info("worker stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)
-    await running.stop()
-    if mirroring is not None:
-        await mirroring
-    log.info("worker stopped")
-
-
-async def _mirror_live_figures(stopping: asyncio.Event) -> None:
-    """In multiprocess mode, copy this worker's live figures (streams, pool) to its metric files."""
-    while not stopping.is_set():
-        metrics.mirror_live()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), MIRROR_SECONDS)
-    metrics.mirror_live()
-
-
-async def _project(plan: WorkerPlan, status: IO[str], stopping: asyncio.Event) -> None:
-    """The projector's process: migrate (a failure is reported as a worker's failure to start), then
-    keep the read models current until SIGTERM or SIGINT, riding out database outages on its own."""
-    log = structlog.get_logger("uno_audit.server")
-    await migrate_projections(plan.database_url)
-    log.info("projector process running", pid=os.getpid())
-    _say(status, {"bound": plan.index})
-    _say(status, {"serving": plan.index})
-    await run_projector(plan.database_url, stop=stopping)
-    log.info("projector process stopped")

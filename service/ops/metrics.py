@@ -1,14 +1,9 @@
 """The service's Prometheus metrics: every metric object lives here, and the code records through the small
-functions below, so no other module names a Prometheus type.
+functions below, given plain numbers and strings, so no other module names a Prometheus type.
 
-The metrics are on ``prometheus_client``'s default registry, beside its process and Python collectors
-(CPU, memory, file descriptors, garbage collection): a process runs one server, and what it exports is that
-process's. Metric objects are process-wide, so two servers in one process (the tests) add up their counts:
-a test reads what moved between two scrapes, never an absolute count. What only a running server knows
-(its open ``WatchGame`` streams, its pool of database connections) is read when the registry is scraped,
-from every server that :func:`watch` was told of; a stopped server is forgotten with :func:`unwatch`.
-
-README "Metrics" lists each metric, its labels and what it means.
+The metrics are on ``prometheus_client``'s default registry and process-wide; what only a running server
+knows (its open streams, its connection pool) is read at scrape time from every server :func:`watch` was
+told of. docs/OPERATIONS.md ("Serving") says why; README "Metrics" lists each metric and its labels.
 """
 
 from __future__ import annotations
@@ -16,16 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
-
-if TYPE_CHECKING:
-    from projections.quarantine import ProjectionHealth
-    from service.audit.game_report import GameReport
 
 T = TypeVar("T")
 
@@ -155,31 +146,17 @@ def conflict(*, retried: bool) -> None:
     CONFLICTS.labels("retried" if retried else "refused").inc()
 
 
-def projection_health(health: ProjectionHealth) -> None:
-    """The read models' health as last read (:func:`projections.quarantine.read_health`)."""
-    PROJECTION_LAG_EVENTS.set(health.lag.events_behind)
-    PROJECTION_LAG_SECONDS.set(health.lag.seconds_behind)
-    QUARANTINED.set(health.quarantined_total)
-    PROJECTOR_FAILING.set(0 if health.failing is None else 1)
+def projection_health(*, events_behind: int, seconds_behind: float, quarantined: int, failing: bool) -> None:
+    """The read models' health as last read: how far behind the log, how many games set aside, and
+    whether the projector is failing."""
+    PROJECTION_LAG_EVENTS.set(events_behind)
+    PROJECTION_LAG_SECONDS.set(seconds_behind)
+    QUARANTINED.set(quarantined)
+    PROJECTOR_FAILING.set(1 if failing else 0)
 
 
-def verification(report: GameReport) -> None:
-    """A VerifyGame report, by its verdict: the first problem in the order a reader looks for one."""
-    replay = report.replay
-    if report.valid:
-        verdict = "valid"
-    elif not report.chain.valid:
-        verdict = "chain_broken"
-    elif report.rules is None:
-        verdict = "unreadable"
-    elif replay is not None and replay.diverged_at is not None:
-        verdict = "diverged"
-    elif not report.rules_valid:
-        verdict = "rules_broken"
-    elif replay is not None and replay.outcome_differs:
-        verdict = "outcome_differs"
-    else:
-        verdict = "other"
+def verification(verdict: str) -> None:
+    """A VerifyGame report, by its verdict (``valid``, ``chain_broken``...: see :data:`VERIFICATIONS`)."""
     VERIFICATIONS.labels(verdict).inc()
 
 

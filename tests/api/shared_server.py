@@ -16,6 +16,7 @@ import grpc
 import pytest
 import pytest_asyncio
 
+from service.api.config import ServeConfig
 from service.api.server import RunningServer, start_server
 from tests.postgres import PostgresServer, service_url
 
@@ -27,7 +28,7 @@ async def serving(database_url: str) -> AsyncIterator[RunningServer]:
     """``start_server`` on 127.0.0.1 (a free port) over ``database_url``'s migrated database (the owner's
     URL), logged in as the service's restricted login, admin token ADMIN_TOKEN; stopped afterwards."""
     running = await start_server(
-        listen="127.0.0.1:0", database_url=service_url(database_url), admin_token=ADMIN_TOKEN
+        ServeConfig(listen="127.0.0.1:0", database_url=service_url(database_url), admin_token=ADMIN_TOKEN)
     )
     try:
         yield running

@@ -28,6 +28,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 from projections.migrate import apply_migrations
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
@@ -306,7 +307,7 @@ async def test_bots_ride_out_a_server_restart_mid_game(
     await apply_migrations(database_url)
     service_url = await service_login.url(database_url)
     running: RunningServer = await start_server(
-        listen="127.0.0.1:0", database_url=service_url, admin_token=ADMIN_TOKEN
+        ServeConfig(listen="127.0.0.1:0", database_url=service_url, admin_token=ADMIN_TOKEN)
     )
     port = running.port
     seen: list[LoadSummary] = []
@@ -329,7 +330,7 @@ async def test_bots_ride_out_a_server_restart_mid_game(
         await running.stop(grace=1.0)
         await asyncio.sleep(0.5)  # calls in this gap are refused: nothing listens on the port
         running = await start_server(
-            listen=f"127.0.0.1:{port}", database_url=service_url, admin_token=ADMIN_TOKEN
+            ServeConfig(listen=f"127.0.0.1:{port}", database_url=service_url, admin_token=ADMIN_TOKEN)
         )
         summary = await asyncio.wait_for(bots, 240)
     finally:

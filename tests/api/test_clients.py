@@ -18,10 +18,12 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from service.api.access import Access, Quotas, is_loopback
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
-from service.cli.main import _access, build_parser, main
+from service.cli.main import build_parser, main
+from service.cli.serve import _access
 from service.store import EventStore, NewEvent
 from service.store.migrate import apply_migrations
 
@@ -60,7 +62,13 @@ async def serving(
 ) -> AsyncIterator[pb_grpc.GameServiceStub]:
     await apply_migrations(database_url)
     running: RunningServer = await start_server(
-        listen="127.0.0.1:0", database_url=login_url, admin_token=ADMIN_TOKEN, projector=False, access=access
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=login_url,
+            admin_token=ADMIN_TOKEN,
+            projector=False,
+            access=access,
+        )
     )
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:

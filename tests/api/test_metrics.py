@@ -26,6 +26,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from projections.migrate import apply_migrations
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
@@ -72,12 +73,14 @@ async def endpoints(
     if request.param == 1:
         await apply_migrations(database_url)
         running = await start_server(
-            listen="127.0.0.1:0",
-            database_url=await service_login.url(database_url),
-            admin_token=ADMIN_TOKEN,
-            pool_size=POOL_SIZE,
-            projector=False,
-            metrics_listen="127.0.0.1:0",
+            ServeConfig(
+                listen="127.0.0.1:0",
+                database_url=await service_login.url(database_url),
+                admin_token=ADMIN_TOKEN,
+                pool_size=POOL_SIZE,
+                projector=False,
+                metrics_listen="127.0.0.1:0",
+            )
         )
         try:
             assert running.exporter is not None
@@ -115,12 +118,14 @@ async def metered(database_url: str, service_login: ServiceLogin) -> AsyncIterat
     so the lag gauges have something to show."""
     await apply_migrations(database_url)
     running = await start_server(
-        listen="127.0.0.1:0",
-        database_url=await service_login.url(database_url),
-        admin_token=ADMIN_TOKEN,
-        pool_size=POOL_SIZE,
-        projector=False,
-        metrics_listen="127.0.0.1:0",
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=await service_login.url(database_url),
+            admin_token=ADMIN_TOKEN,
+            pool_size=POOL_SIZE,
+            projector=False,
+            metrics_listen="127.0.0.1:0",
+        )
     )
     try:
         yield running
@@ -342,11 +347,13 @@ async def test_the_endpoint_closes_with_the_server(database_url: str, service_lo
     await apply_migrations(database_url)
     url = await service_login.url(database_url)
     running = await start_server(
-        listen="127.0.0.1:0",
-        database_url=url,
-        admin_token=None,
-        projector=False,
-        metrics_listen="127.0.0.1:0",
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=url,
+            admin_token=None,
+            projector=False,
+            metrics_listen="127.0.0.1:0",
+        )
     )
     assert running.exporter is not None
     port = running.exporter.port
@@ -364,9 +371,11 @@ async def test_a_metrics_address_in_use_is_refused(database_url: str, service_lo
         where = f"127.0.0.1:{taken.getsockname()[1]}"
         with pytest.raises(ListenError, match=where):
             await start_server(
-                listen="127.0.0.1:0",
-                database_url=await service_login.url(database_url),
-                admin_token=None,
-                projector=False,
-                metrics_listen=where,
+                ServeConfig(
+                    listen="127.0.0.1:0",
+                    database_url=await service_login.url(database_url),
+                    admin_token=None,
+                    projector=False,
+                    metrics_listen=where,
+                )
             )

@@ -24,6 +24,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from projections.migrate import apply_migrations
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, configure_logging, start_server
@@ -41,10 +42,12 @@ async def quick_server(database_url: str, service_login: ServiceLogin) -> AsyncI
     """A server that waits at most one second for the database before answering UNAVAILABLE."""
     await apply_migrations(database_url)
     running = await start_server(
-        listen="127.0.0.1:0",
-        database_url=await service_login.url(database_url),
-        admin_token=ADMIN_TOKEN,
-        database_timeout=1.0,
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=await service_login.url(database_url),
+            admin_token=ADMIN_TOKEN,
+            database_timeout=1.0,
+        )
     )
     try:
         yield running

@@ -28,6 +28,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from projections.migrate import apply_migrations
 from service.api.access import new_client_key
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import ListenError, start_server
@@ -81,8 +82,9 @@ def _alive(pid: int) -> bool:
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return [json.loads(line) for line in lines if line.startswith("{")]
+    text = path.read_text(encoding="utf-8", errors="replace")
+    complete = text[: text.rfind("\n") + 1]  # a line a process is writing right now is not read yet
+    return [json.loads(line) for line in complete.splitlines() if line.startswith("{")]
 
 
 class Serve:
@@ -193,7 +195,7 @@ async def test_a_port_a_single_process_server_holds_is_refused_with_workers(
     await apply_migrations(database_url)
     service_url = await service_login.url(database_url)
     running = await start_server(
-        listen="127.0.0.1:0", database_url=service_url, admin_token=None, projector=False
+        ServeConfig(listen="127.0.0.1:0", database_url=service_url, admin_token=None, projector=False)
     )
     try:
         done = await asyncio.to_thread(

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 import pytest
 
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
@@ -33,7 +34,9 @@ async def _assert_whole_commands(store: EventStore, database_url: str, game_id: 
 
 
 async def test_stop_lets_commands_in_flight_finish(database_url: str, store: EventStore) -> None:
-    running = await start_server(listen="127.0.0.1:0", database_url=database_url, admin_token=ADMIN_TOKEN)
+    running = await start_server(
+        ServeConfig(listen="127.0.0.1:0", database_url=database_url, admin_token=ADMIN_TOKEN)
+    )
     stopped = False
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
@@ -86,7 +89,7 @@ async def test_stop_lets_commands_in_flight_finish(database_url: str, store: Eve
 
 async def test_stop_under_load_leaves_no_partial_command(database_url: str, store: EventStore) -> None:
     running: RunningServer = await start_server(
-        listen="127.0.0.1:0", database_url=database_url, admin_token=ADMIN_TOKEN
+        ServeConfig(listen="127.0.0.1:0", database_url=database_url, admin_token=ADMIN_TOKEN)
     )
     try:
         bots = asyncio.create_task(

@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from projections.migrate import apply_migrations
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
@@ -142,11 +143,13 @@ async def _tls_server(
         certificates.server.cert, certificates.server.key, certificates.ca.cert if mutual else None
     )
     return await start_server(
-        listen="127.0.0.1:0",
-        database_url=await service_login.url(database_url),
-        admin_token=ADMIN_TOKEN,
-        projector=False,
-        tls=tls,
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=await service_login.url(database_url),
+            admin_token=ADMIN_TOKEN,
+            projector=False,
+            tls=tls,
+        )
     )
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from projections.migrate import apply_migrations
 from service.api.access import Access, Quotas
+from service.api.config import ServeConfig
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
@@ -136,12 +137,14 @@ async def limited_server(
     """A server like the ``server`` fixture's, with stream limits of its own; and its address."""
     await apply_migrations(database_url)
     running = await start_server(
-        listen="127.0.0.1:0",
-        database_url=login_url,
-        admin_token=ADMIN_TOKEN,
-        projector=False,
-        max_streams=total,
-        access=Access(quotas=Quotas(streams=per_client, spectators_per_game=spectators)),
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=login_url,
+            admin_token=ADMIN_TOKEN,
+            projector=False,
+            max_streams=total,
+            access=Access(quotas=Quotas(streams=per_client, spectators_per_game=spectators)),
+        )
     )
     try:
         yield running, f"127.0.0.1:{running.port}"
