@@ -1,35 +1,10 @@
 """Bot players as real gRPC clients: a demo of the API and the service's load generator.
 
-Each game is created over the channel; every seat then acts with its own seat token, deciding from the
-view the server gives that seat (its own hand, the top card, everyone's counts) — the bots know no more
-than a person at the table. They call UNO (forgetting now and then), catch, challenge and accept.
-
-Games may be created with options (``options``: the house rules among them, docs/RULES.md §9), and the
-bots play them from the view: they stack on a pending draw penalty when they hold a card that stacks
-(else accept it), name the player a 7 swaps hands with under seven-o, play a drawn card that must be
-played, never challenge a Wild Draw Four that may be played at any time, and now and then jump in out of
-turn with a card identical to the top card (while the view says a jump-in is open, a seat other than the
-one who played it looks at its own hand; one table's bots act one at a time, so what they saw still holds).
-
-How the bots know a seat's hand without GetGame: a command's reply carries the view of the seat that
-sent it (its hand, and what everyone sees) and the command's events as that seat may see them. The table
-keeps the latest view any seat was given — the top card, the turn, the counts, as everyone sees them —
-and the hands it knows, by seat: each seat's own view shows its hand, and the events of every reply since
-say how it changed (:func:`fold_hands`): a card played leaves its player's hand, and the face-up cards
-discarded with it; a trade swaps two hands, a rotation passes every hand on; cards drawn or taken join
-a hand when the reply shows them (the sender's own), and otherwise, being hidden, the hand is forgotten,
-as every hand is for a deal or an event type the bots do not know. A seat about to act — its turn, or a
-look for a jump-in — decides on the latest view with its own hand put in; it reads its view with GetGame
-(:meth:`BotTable.view_of`, the bots' only read, counted in ``view_reads``) only when its hand is not
-known, its count disagrees with the table's, or a drawn card waits for it: in practice once a round for
-every seat but seat 0 (which deals it), and after another seat's command made it take hidden cards (a
-Draw Two, a catch). Every view a seat is given checks what was folded: a hand that differs from it, or
-a reply whose events do not follow on from the last version seen (a duplicate, another client at the
-table), forgets every hand but that seat's.
-
-Every call goes through one :class:`RetryPolicy`: a server that restarts or loses its database answers
-UNAVAILABLE for a while, and the bots wait it out, resending the very same request — the same command id —
-so a command the server applied before its reply was lost is answered as a duplicate, never applied twice.
+Each game is created over the channel (with options: the house rules among them); every seat then acts
+with its own seat token on the view the server gives that seat — the bots know no more than a person at
+the table. What a seat does is decided by :class:`service.play.policy.Policy` (its eager style); this
+module carries it: the seat views made from the replies (:class:`BotTable`, :func:`fold_hands`), the
+commands sent as requests, the retries (:class:`RetryPolicy`) and the receipts kept.
 """
 
 from __future__ import annotations
@@ -52,23 +27,15 @@ from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.views import VARIANTS
 from service.domain.catalogue import type_name
+from service.play.policy import Policy, SeatView, Style
 from service.rules import events as ev
-from service.rules.cards import Card, Colour, Face
-from service.rules.legality import cards_left, identical, names_target, playable_cards, stacks_on
+from service.rules.cards import Card, Colour
+from service.rules.commands import Catch, Choose, Command, Play, Reshuffle, StartRound
+from service.rules.events import Awaiting
 from service.rules.options import Options, Variant, make_options
-from service.rules.rule_sets import RULE_SETS
 
-COLOURS = [c.value for c in Colour]
-FORGET_UNO = 0.1
-CATCH = 0.5
-CHALLENGE = 0.3
 #: The most connections ``run_bots`` opens (one per table played at a time, up to this).
 MAX_CONNECTIONS = 64
-#: How often a bot plays a playable drawn card (always, under the house rule force_play).
-PLAY_DRAWN = 0.8
-#: How often, while a jump-in is open, one seat that may make it looks at its hand for the top card's
-#: twin and, holding it, jumps in (house rule jump_in).
-JUMP_IN = 0.5
 
 #: The event types that change nobody's hand (the cards a penalty, a catch or a challenge costs follow as
 #: events of their own).
@@ -296,7 +263,30 @@ class Receipt:
 
 
 class BotTable:
-    """One game played by bots over a channel."""
+    """One game played by bots over a channel, every seat deciding by one eager :class:`Policy`.
+
+    How the bots know a seat's hand without GetGame: a command's reply carries the view of the seat that
+    sent it (its hand, and what everyone sees) and the command's events as that seat may see them. The
+    table keeps the latest view any seat was given — the top card, the turn, the counts, as everyone sees
+    them — and the hands it knows, by seat: each seat's own view shows its hand, and the events of every
+    reply since say how it changed (:func:`fold_hands`): a card played leaves its player's hand, and the
+    face-up cards discarded with it; a trade swaps two hands, a rotation passes every hand on; cards drawn
+    or taken join a hand when the reply shows them (the sender's own), and otherwise, being hidden, the hand
+    is forgotten, as every hand is for a deal or an event type the bots do not know. A seat about to act —
+    its turn, or a look for a jump-in — decides on the latest view with its own hand put in; it reads its
+    view with GetGame (:meth:`view_of`, the bots' only read, counted in ``view_reads``) only when its hand
+    is not known, its count disagrees with the table's, or a drawn card waits for it: in practice once a
+    round for every seat but seat 0 (which deals it), and after another seat's command made it take hidden
+    cards (a Draw Two, a catch). Every view a seat is given checks what was folded: a hand that differs
+    from it, or a reply whose events do not follow on from the last version seen (a duplicate, another
+    client at the table), forgets every hand but that seat's. One table's bots act one at a time, so what
+    a seat saw still holds when it acts (a look for a jump-in included).
+
+    Every call goes through one :class:`RetryPolicy`: a server that restarts or loses its database answers
+    UNAVAILABLE for a while, and the bots wait it out, resending the very same request — the same command
+    id — so a command the server applied before its reply was lost is answered as a duplicate, never
+    applied twice.
+    """
 
     def __init__(
         self,
@@ -314,6 +304,8 @@ class BotTable:
         self.policy = policy
         self.progress = progress
         self.keep = keep
+        #: What every seat of this table does (sharing the table's random generator).
+        self.bot = Policy(rng, style=Style.EAGER)
         self.game_id = ""
         self.tokens: dict[int, str] = {}
         #: The options the game is created with (CreateGameRequest.options: the house rules among them),
@@ -471,86 +463,28 @@ class BotTable:
                 if reply is None:
                     await self.view_of(0)
                 continue
-            caught = False
-            for exposed in view.exposed_seats:
-                if self.rng.random() < CATCH:
-                    catcher = self.rng.choice([s for s in range(players) if s != exposed])
-                    await self.send("Catch", catcher, pb.CatchRequest(header=self.header(), target=exposed))
-                    caught = True
-            jumping = not caught and view.jumpable and self.rng.random() < JUMP_IN
-            if jumping and await self.jump_in(view, variant, players) is not None:
+            catches = self.bot.catches(view.exposed_seats, players)
+            for catch in catches:
+                await self.send_command(catch)
+            if not catches and view.jumpable and await self.jump_in(view, variant, players) is not None:
                 continue
             seat = self.latest.turn
             if await self.act(await self.view_for(seat), seat, variant, players) is None:
                 await self.view_of(seat)  # refused: what the seat sees now
 
     async def jump_in(self, view: pb.GameView, variant: Variant, players: int) -> pb.GameView | None:
-        """One seat that may jump in on the top card (not on turn, not its player) looks at its own hand
-        and, holding the twin, jumps in: the view after it, or None when it does not."""
-        seats = [s for s in range(players) if s not in (view.turn, view.top_by)]
-        if not seats:
+        """The seat the policy sends to look at its own hand for the top card's twin jumps in if it holds
+        it: the view after it, or None when it does not."""
+        seat = self.bot.looker(players, view.turn, view.top_by)
+        if seat is None:
             return None
-        seat = self.rng.choice(seats)
-        mine = await self.view_for(seat)
-        if not mine.jumpable or not mine.hands:
-            return None
-        top = Card.parse(mine.top)
-        hand = [Card.parse(token) for token in mine.hands[0].cards]
-        if not any(identical(card, top) for card in hand):
-            return None
-        reply = await self.play_card(top, seat, hand, mine, variant, jump_in=True)
+        play = self.bot.jump_in(seat_view(await self.view_for(seat), seat, variant, self.options))
+        reply = await self.send_command(play) if play is not None else None
         return reply.view if reply is not None else None
 
     async def act(self, view: pb.GameView, seat: int, variant: Variant, players: int) -> pb.GameView | None:
         """Send the command this seat's view calls for; the view after it (None if it was refused)."""
-        rng, awaiting = self.rng, view.awaiting
-        reply: pb.CommandReply | None
-        hand = [Card.parse(token) for token in view.hands[0].cards] if view.hands else []
-        if awaiting == "play":
-            top = Card.parse(view.top)
-            colour = Colour(view.colour) if view.colour else None
-            options = playable_cards(hand, top, colour)
-            # Drawing with a playable card in hand is a choice (uniform with the cards) — but not under
-            # draw_to_match, where one draw takes cards until a playable one: nobody does that by choice.
-            pick = rng.randrange(len(options) + (0 if options and self.options.draw_to_match else 1))
-            if pick < len(options):
-                reply = await self.play_card(options[pick], seat, hand, view, variant)
-            else:  # take cards the rule set's way: draw, or press UNO Attack's launcher
-                take = RULE_SETS[variant].taking.action.__name__
-                reply = await self.send(take, seat, getattr(pb, f"{take}Request")(header=self.header()))
-        elif awaiting == "drawn":
-            if view.drawn and (self.options.force_play or rng.random() < PLAY_DRAWN):
-                reply = await self.play_card(Card.parse(view.drawn), seat, hand, view, variant)
-            else:
-                reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
-        elif awaiting == "follow-up":
-            top = Card.parse(view.top)
-            colour = Colour(view.colour) if view.colour else None
-            options = playable_cards(hand, top, colour)
-            if options and rng.random() < 0.5:
-                reply = await self.play_card(rng.choice(options), seat, hand, view, variant)
-            else:
-                reply = await self.send("Pass", seat, pb.PassRequest(header=self.header()))
-        elif awaiting in ("stack", "wd4-response"):
-            # A draw penalty waits for this seat: pass it on when a card stacks (house rule stacking);
-            # else take it, or challenge a Wild Draw Four now and then (never one playable at any time).
-            top = Card.parse(view.top)
-            stacking = [card for card in hand if stacks_on(card, top, self.options.stacking)]
-            if stacking:
-                reply = await self.play_card(rng.choice(stacking), seat, hand, view, variant)
-            elif awaiting == "wd4-response" and not self.options.wd4_any_time and rng.random() < CHALLENGE:
-                reply = await self.send("Challenge", seat, pb.ChallengeRequest(header=self.header()))
-            else:
-                reply = await self.send("Accept", seat, pb.AcceptRequest(header=self.header()))
-        elif awaiting == "colour":
-            reply = await self.send(
-                "Choose", seat, pb.ChooseRequest(header=self.header(), colour=rng.choice(COLOURS))
-            )
-        elif awaiting == "target":
-            target = rng.choice([s for s in range(players) if s != seat])
-            reply = await self.send("Choose", seat, pb.ChooseRequest(header=self.header(), target=target))
-        else:
-            raise RuntimeError(f"the game waits for {awaiting!r}, which bots do not know")
+        reply = await self.send_command(self.bot.act(seat_view(view, seat, variant, self.options)))
         return reply.view if reply is not None else None
 
     async def play_card(
@@ -563,30 +497,59 @@ class BotTable:
         *,
         jump_in: bool = False,
     ) -> pb.CommandReply | None:
-        """Play ``card`` from ``hand`` (out of turn, ``jump_in``), naming a colour and a target as the card
-        asks under the game's options, and calling UNO when it leaves one card once its own effects on the
-        hand are done (a trade, a seven-o swap or rotation)."""
-        options = self.options
-        request = pb.PlayRequest(header=self.header(), card=card.token, jump_in=jump_in)
-        if card.is_wild and card.face is not Face.WILD_ITEM_BOX:
-            request.colour = self.rng.choice(COLOURS)
-        target = None
-        if card.number is None:
-            names = names_target(card.face, options.custom_action)
-        else:  # a 7 swaps hands under seven-o, unless it is the last card (going out swaps nothing)
-            names = card.face is Face.SEVEN and options.seven_o and len(hand) > 1
-        if names:
-            others = [s for s in range(len(view.players)) if s != seat]
-            if card.face is Face.SEVEN:  # a seven-o swap: for the smallest hand at the table
-                target = min(others, key=lambda s: (view.hand_sizes[s], s))
-            else:
-                target = self.rng.choice(others)
-            request.target = target
-        held = view.hand_sizes[target] if target is not None else None
-        passed = view.hand_sizes[(seat - view.direction) % len(view.players)]  # a 0 under seven-o
-        if cards_left(hand, card, options, held, passed) == 1 and self.rng.random() >= FORGET_UNO:
-            request.uno = True
-        return await self.send("Play", seat, request)
+        """Play ``card`` from ``hand`` (out of turn, ``jump_in``), naming a colour and a target and calling
+        UNO as the policy does."""
+        mine = seat_view(view, seat, variant, self.options, hand)
+        return await self.send_command(self.bot.play(mine, card, jump_in=jump_in))
+
+    async def send_command(self, command: Command) -> pb.CommandReply | None:
+        """Send a seat's ``command`` as its request; None if the rules refused it."""
+        assert not isinstance(command, StartRound | Reshuffle)  # a bot's move is a seat's
+        return await self.send(type(command).__name__, command.player, request_for(command, self.header()))
+
+
+def seat_view(
+    view: pb.GameView, seat: int, variant: Variant, options: Options, hand: Sequence[Card] | None = None
+) -> SeatView:
+    """The policy's view of ``seat`` from a view the server gives it (``hand``: the seat's hand, if not
+    the view's)."""
+    try:
+        awaiting = Awaiting(view.awaiting)
+    except ValueError:
+        raise RuntimeError(f"the game waits for {view.awaiting!r}, which bots do not know") from None
+    if hand is None:
+        hand = [Card.parse(token) for token in view.hands[0].cards] if view.hands else []
+    return SeatView(
+        seat=seat,
+        awaiting=awaiting,
+        hand=tuple(hand),
+        top=Card.parse(view.top),
+        colour=Colour(view.colour) if view.colour else None,
+        hand_sizes=tuple(view.hand_sizes),
+        direction=view.direction,
+        variant=variant,
+        options=options,
+        drawn=Card.parse(view.drawn) if view.drawn else None,
+        top_by=view.top_by if view.top_by >= 0 else None,
+        jumpable=view.jumpable,
+        pending=view.pending_draw,
+        exposed=tuple(view.exposed_seats),
+    )
+
+
+def request_for(command: Command, header: pb.CommandHeader) -> Any:
+    """The gRPC request that sends ``command`` (its player is the seat whose token goes with it)."""
+    request = getattr(pb, f"{type(command).__name__}Request")(header=header)
+    if isinstance(command, Play):
+        request.card, request.jump_in, request.uno = command.card.token, command.jump_in, command.uno
+    if isinstance(command, Play | Choose):
+        if command.colour is not None:
+            request.colour = command.colour.value
+        if command.target is not None:
+            request.target = command.target
+    elif isinstance(command, Catch):
+        request.target = command.target
+    return request
 
 
 async def run_bots(
