@@ -1,48 +1,11 @@
 """Rebuilding views from zero into fresh tables, swapped in atomically while the live projector runs.
 
-``rebuild(url, view)`` (``view=None``: all six) works in four phases:
-
-1. **prepare** — ``<view>__rebuild`` tables are (re)created empty, ``LIKE <view> INCLUDING ALL`` (same
-   columns, keys and indexes), readable by the service's role.
-2. **bulk** — the log up to a fixed bound (the last event below the horizon, or the live checkpoint;
-   see below) is streamed with one ``COPY (SELECT ... ORDER BY xid, position) TO STDOUT`` (no per-batch
-   queries, no parsing of ``jsonb`` into dicts: each line is split and its payload looked up in the
-   :class:`~projections.source.Decoder`), folded in memory by the same
-   :class:`~projections.fold.Folder` and :func:`~projections.views.evolve` as the live projector, and
-   written to the fresh tables every ``flush_every`` events (only the games touched since the last
-   flush; finished games leave memory once written). With ``workers`` > 1 each of that many processes
-   streams and folds the games of one partition (``hashtext(game_id)`` modulo ``workers``): games are
-   independent and the aggregates are sums, so the partitions' writes add up to what one process
-   writes, and the fold — the rebuild's bottleneck, Python at a few microseconds per event — runs on
-   every core. The read takes no xid, so it holds back nobody's gap-free horizon however long it runs.
-3. **catch-up** — batches after the bulk's end, still without any lock, until less than a batch is
-   left.
-4. **swap** — one transaction: take the projection set's advisory lock (the live projector finishes
-   its current batch and then waits), read the live checkpoint, fold the last few events up to exactly
-   it into the fresh tables, then ``DROP`` each live table and ``RENAME`` its fresh one (indexes too) in
-   its place, and commit. Readers blocked on the old table during the swap continue on the new one.
-
-**Games it cannot fold** are quarantined as the live projector quarantines them
-(:mod:`projections.quarantine`): left out from the event that failed (or, for rows the database
-refuses, from the first event since the last flush), while every other game is rebuilt; each bulk
-worker reports its own, and the report lists them all. A rebuild of *all* views starts with an empty
-quarantine — every game is folded again from its first event, which is how a quarantine is lifted — and
-its swap replaces the set's quarantine with the games it met, in the same transaction as the tables and
-the checkpoint. A rebuild of *some* views leaves out what the live quarantine leaves out (its tables
-must match the other views') and adds the games it met itself.
-
-**Coordination with the live projector.** A projection set has one checkpoint for all its views, so
-the fresh tables must reach the swap at exactly the live checkpoint. A rebuild of *some* views
-therefore never reads past the live checkpoint (its bulk read is bounded by the checkpoint at its
-start, its catch-up by the current one) and leaves the checkpoint alone. A rebuild of *all* views
-replaces everything the checkpoint describes, so it may go further: it folds up to the horizon, and if
-the live checkpoint is behind at the swap, the swap moves the checkpoint to the rebuild's cursor in the
-same transaction (otherwise it folds the difference first). The projector holds nothing that depends
-on the tables' content: its cached game views are used only at the version just before the next event
-(:mod:`projections.fold`), so after a swap that moved the checkpoint it simply re-folds the games it
-touches. The lock is held only for the swap (milliseconds plus the last batch); two rebuilds of the same
-set at once are refused (:class:`RebuildBusy`, a session-level advisory lock held for the whole
-rebuild, released when its connection closes).
+``rebuild(url, view)`` (``view=None``: all six) runs four phases: **prepare** (empty ``<view>__rebuild``
+tables like the live ones), **bulk** (the log up to a fixed bound, streamed with one ``COPY`` and folded
+in memory, by ``workers`` processes each taking a partition of the games), **catch-up** (batches without
+any lock until less than a batch is left) and **swap** (under the set's advisory lock: fold up to the live
+checkpoint, then drop each live table and rename its fresh one in its place). Games it cannot fold are
+quarantined as the live projector does. Why it is built so: ``docs/DESIGN.md``, "Rebuilding views".
 """
 
 from __future__ import annotations
@@ -86,6 +49,7 @@ from projections.source import (
 )
 from projections.views import VIEW_NAMES
 from projections.writer import Hook, write_batch_sync
+from service.rules.events import Event
 from service.store import Cursor
 from service.store.cursors import applied_count, ensure_checkpoint, move_checkpoint, read_checkpoint
 from service.store.global_order import last_readable
@@ -118,7 +82,7 @@ class RebuildReport:
     moved_checkpoint: bool = False
     phases: dict[str, float] = field(default_factory=dict)
     quarantined: list[Quarantined] = field(default_factory=list)
-    """The games the rebuilt views leave out, by game id (see the module docstring)."""
+    """The games the rebuilt views leave out, by game id (``docs/DESIGN.md``, "Rebuilding views")."""
 
     def to_json(self) -> dict[str, Any]:
         """What ``uno-audit rebuild`` prints."""
@@ -179,6 +143,34 @@ async def rebuild(
     ``bulk done`` and ``swap locked`` (inside the swap transaction). ``on_phase`` is called with the
     name of each of the :data:`PHASES` as it ends (``uno-audit rebuild`` draws its progress bar with it).
     """
+    views, workers = _arguments(view, workers)
+    report = RebuildReport(views)
+    clock = _PhaseClock(report, on_phase)
+    await apply_migrations(database_url)
+    async with (
+        await connect(database_url) as control,
+        await connect(database_url) as writer,
+    ):
+        await _lock_rebuild(control, projection_set)
+        await ensure_checkpoint(control, projection_set)
+        await _prepare(control, views)
+        clock.done("prepare")
+        run = _Run(control, writer, projection_set, views, batch_size, hook)
+        await run.bulk(database_url, flush_every, workers)
+        clock.done("bulk")
+        await run.catch_up()
+        clock.done("catch-up")
+        live = await run.swap(report)
+        clock.done("swap")
+        await run.report(report, live)
+        await control.execute(
+            "SELECT pg_advisory_unlock(%s, hashtext(%s))", (REBUILD_LOCK_CLASS, projection_set)
+        )
+    return report
+
+
+def _arguments(view: str | None, workers: int | None) -> tuple[tuple[str, ...], int]:
+    """The views ``view`` names (``None``: all) and the bulk phase's processes, checked."""
     if workers is None:
         workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
     if workers < 1:
@@ -186,98 +178,141 @@ async def rebuild(
     views = VIEW_NAMES if view is None else (view,)
     if not set(views) <= set(VIEW_NAMES):
         raise ValueError(f"no such view: {view!r} (views: {', '.join(VIEW_NAMES)})")
-    full = set(views) == set(VIEW_NAMES)
-    report = RebuildReport(views)
-    clock = time.perf_counter()
+    return views, workers
 
-    def phase(name: str) -> None:
-        nonlocal clock
+
+async def _lock_rebuild(control: Connection, projection_set: str) -> None:
+    """Take the session-level lock one rebuild of ``projection_set`` holds; :class:`RebuildBusy` if taken."""
+    cursor = await control.execute(
+        "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (REBUILD_LOCK_CLASS, projection_set)
+    )
+    row = await cursor.fetchone()
+    if row is None or not row[0]:
+        raise RebuildBusy(f"a rebuild of {projection_set!r} is already running")
+
+
+class _PhaseClock:
+    """Times the phases into ``report.phases`` and tells ``on_phase`` as each one ends."""
+
+    def __init__(self, report: RebuildReport, on_phase: Callable[[str], None] | None) -> None:
+        self.report = report
+        self.on_phase = on_phase
+        self.clock = time.perf_counter()
+
+    def done(self, name: str) -> None:
         now = time.perf_counter()
-        report.phases[name] = report.phases.get(name, 0.0) + now - clock
-        clock = now
-        if on_phase is not None:
-            on_phase(name)
+        self.report.phases[name] = self.report.phases.get(name, 0.0) + now - self.clock
+        self.clock = now
+        if self.on_phase is not None:
+            self.on_phase(name)
 
-    await apply_migrations(database_url)
-    async with (
-        await connect(database_url) as control,
-        await connect(database_url) as writer,
-    ):
-        cursor = await control.execute(
-            "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (REBUILD_LOCK_CLASS, projection_set)
-        )
-        row = await cursor.fetchone()
-        if row is None or not row[0]:
-            raise RebuildBusy(f"a rebuild of {projection_set!r} is already running")
-        await ensure_checkpoint(control, projection_set)
-        await _prepare(control, views)
-        phase("prepare")
 
-        folder = Folder(views, cache_size=1_000_000)
-        decoder = Decoder()
-        progress = _Progress({} if full else await read_quarantine(control, projection_set))
-        # The bulk phase reads a fixed set: everything up to the last event below the horizon (a full
-        # rebuild) or up to the live checkpoint (some views), so that every worker reads the same log.
-        bound = await last_readable(control) if full else await read_checkpoint(control, projection_set)
+class _Run:
+    """One rebuild under way, from the bulk phase on: its connections, its fold and where it stands."""
+
+    def __init__(
+        self,
+        control: Connection,
+        writer: Connection,
+        projection_set: str,
+        views: tuple[str, ...],
+        batch_size: int,
+        hook: Hook | None,
+    ) -> None:
+        self.control = control
+        self.writer = writer
+        self.projection_set = projection_set
+        self.views = views
+        self.full = set(views) == set(VIEW_NAMES)
+        self.batch_size = batch_size
+        self.hook = hook
+        self.folder = Folder(views, cache_size=1_000_000)
+        self.decoder = Decoder()
+        self.progress = _Progress({})
+
+    async def bulk(self, database_url: str, flush_every: int, workers: int) -> None:
+        """The bulk phase: the log up to a fixed bound, folded and written by ``workers`` processes."""
+        if not self.full:
+            self.progress = _Progress(await read_quarantine(self.control, self.projection_set))
+        # A fixed set, so that every worker reads the same log: everything up to the last event below the
+        # horizon (a full rebuild) or up to the live checkpoint (some views).
+        if self.full:
+            bound = await last_readable(self.control)
+        else:
+            bound = await read_checkpoint(self.control, self.projection_set)
         if bound is not None and bound.position:
-            held = progress.versions()
+            held = self.progress.versions()
             if workers == 1:
                 events, written, found = await asyncio.to_thread(
-                    _bulk, database_url, views, bound, flush_every, held
+                    _bulk, database_url, self.views, bound, flush_every, held
                 )
             else:
                 events, written, found = await _bulk_in_processes(
-                    database_url, views, bound, flush_every, workers, held
+                    database_url, self.views, bound, flush_every, workers, held
                 )
-            progress.cursor, progress.events, progress.rows = bound, events, written
-            progress.hold(found)
-        if hook is not None:
-            await hook("bulk done")
-        phase("bulk")
+            self.progress.cursor, self.progress.events, self.progress.rows = bound, events, written
+            self.progress.hold(found)
+        if self.hook is not None:
+            await self.hook("bulk done")
 
-        while True:  # catch up without the lock while a full batch keeps coming
-            upto = None if full else await read_checkpoint(control, projection_set)
-            if upto is not None and upto <= progress.cursor:
-                break
-            async with writer.transaction():
-                rows = await READER.page(writer, progress.cursor, batch_size, upto)
+    async def catch_up(self) -> None:
+        """The catch-up phase: batches without the lock while a full batch keeps coming."""
+        while True:
+            upto = None if self.full else await read_checkpoint(self.control, self.projection_set)
+            if upto is not None and upto <= self.progress.cursor:
+                return
+            async with self.writer.transaction():
+                rows = await READER.page(self.writer, self.progress.cursor, self.batch_size, upto)
                 if rows:
-                    await _apply(writer, folder, decoder, views, rows, progress)
+                    await self._apply(rows)
             if rows:
-                folder.commit()
-            if len(rows) < batch_size:
-                break
-        phase("catch-up")
+                self.folder.commit()
+            if len(rows) < self.batch_size:
+                return
 
-        async with writer.transaction():
-            await lock_set(writer, projection_set)
-            if hook is not None:
-                await hook("swap locked")
-            live = await read_checkpoint(writer, projection_set)
+    async def swap(self, report: RebuildReport) -> Cursor:
+        """The swap phase, in one transaction under the set's lock; returns the live checkpoint it met."""
+        progress = self.progress
+        async with self.writer.transaction():
+            await lock_set(self.writer, self.projection_set)
+            if self.hook is not None:
+                await self.hook("swap locked")
+            live = await read_checkpoint(self.writer, self.projection_set)
             while progress.cursor < live:
-                rows = await READER.page(writer, progress.cursor, batch_size, live)
+                rows = await READER.page(self.writer, progress.cursor, self.batch_size, live)
                 if not rows:
                     raise ProjectionError(f"the events up to the checkpoint {live} are not readable")
-                await _apply(writer, folder, decoder, views, rows, progress)
-            if full and live < progress.cursor:
+                await self._apply(rows)
+            if self.full and live < progress.cursor:
                 await move_checkpoint(
-                    writer, projection_set, live, progress.cursor, progress.events, from_zero=True
+                    self.writer, self.projection_set, live, progress.cursor, progress.events, from_zero=True
                 )
                 report.moved_checkpoint = True
-            if full:
-                await replace_quarantine(writer, projection_set, progress.found.values())
+            if self.full:
+                await replace_quarantine(self.writer, self.projection_set, progress.found.values())
             else:
-                await quarantine(writer, projection_set, progress.found.values())
-            await _swap(writer, views)
-        phase("swap")
-        report.events = progress.events if full else await applied_count(control, projection_set)
+                await quarantine(self.writer, self.projection_set, progress.found.values())
+            await _swap(self.writer, self.views)
+        return live
+
+    async def report(self, report: RebuildReport, live: Cursor) -> None:
+        """What the rebuild did, into ``report``: a full one from its own count, others from the set's."""
+        progress = self.progress
+        if self.full:
+            report.events, report.cursor = progress.events, progress.cursor
+        else:
+            report.events, report.cursor = await applied_count(self.control, self.projection_set), live
         report.rows = progress.rows
-        report.cursor = progress.cursor if full else live
         report.quarantined = sorted(progress.held.values(), key=lambda game: game.game_id)
-        await control.execute(
-            "SELECT pg_advisory_unlock(%s, hashtext(%s))", (REBUILD_LOCK_CLASS, projection_set)
+
+    async def _apply(self, rows: Sequence[EventRow]) -> None:
+        """Fold ``rows`` and write the changes to the fresh tables (in the caller's transaction)."""
+        written, found = await project_batch(
+            self.writer, self.folder, self.decoder, rows, self.views, self.progress.versions(), suffix=SUFFIX
         )
-    return report
+        self.progress.rows += written
+        self.progress.hold(found)
+        self.progress.advance(rows)
 
 
 async def _prepare(conn: Connection, views: Sequence[str]) -> None:
@@ -302,23 +337,6 @@ async def _prepare(conn: Connection, views: Sequence[str]) -> None:
                     await conn.execute(grant.format(sql.SQL(privilege), fresh, sql.Identifier(role)))
 
 
-async def _apply(
-    conn: Connection,
-    folder: Folder,
-    decoder: Decoder,
-    views: Sequence[str],
-    rows: Sequence[EventRow],
-    progress: _Progress,
-) -> None:
-    """Fold ``rows`` and write the changes to the fresh tables (in the caller's transaction)."""
-    written, found = await project_batch(
-        conn, folder, decoder, rows, views, progress.versions(), suffix=SUFFIX
-    )
-    progress.rows += written
-    progress.hold(found)
-    progress.advance(rows)
-
-
 def _bulk(
     dsn: str,
     views: Sequence[str],
@@ -333,93 +351,111 @@ def _bulk(
 
     Synchronous, on connections of its own: it runs in a worker thread or process, and reading the
     COPY through :func:`~projections.source.copy_out` costs about a microsecond less per row than
-    psycopg's asyncio COPY iteration, a fifth of the whole per-event budget. The hot loop keeps out
-    anything per event it can: the quarantine costs it one truth test while nothing is held.
+    psycopg's asyncio COPY iteration, a fifth of the whole per-event budget.
     """
     mine = None
     if partition is not None:
         mine = sql.SQL("(hashtext(e.game_id) & 2147483647) % {} = {}").format(partition[1], partition[0])
     statement = READER.copy_upto(bound, mine)
-    folder = Folder(views, cache_size=1_000_000)
-    decoder = Decoder()
-    apply = folder.apply
-    cache = decoder.cache
-    count = pending = rows = 0
-    names: dict[bytes, str] = {}
-    held = dict(held)
-    found: dict[str, Quarantined] = {}
-
-    def hold(game_id: str, version: int, cause: Cause, reason: str) -> None:
-        if version < held.get(game_id, version + 1):
-            held[game_id] = version
-            found[game_id] = Quarantined(game_id, version, cause, reason)
-
     with connect_sync(dsn) as reader, connect_sync(dsn) as writer:
-
-        def flush() -> None:
-            nonlocal pending, rows
-            written, refused = write_batch_sync(writer, folder, views, suffix=SUFFIX)
-            rows += written
-            for game_id, error in refused.items():
-                hold(game_id, folder.pending_from(game_id), Cause.WRITE, describe(error))
-                folder.drop(game_id)
-            folder.commit()
-            pending = 0
-
-        def refold(game_id: str, version: int) -> bool:
-            """Seed the folder with ``game_id`` below ``version`` from its stream; ``False`` if held."""
-            below = {game_id: version}
-            with writer.cursor() as prefixes:
-                prefixes.execute(READ_PREFIXES, ([game_id], [version]))
-                failed = seed_prefixes(folder, decoder, below, prefixes.fetchall())
-            for cause, reason in failed.values():
-                hold(game_id, version, cause, reason)
-            return not failed
-
+        fold = _BulkFold(views, held, writer)
         try:
-            for data in copy_out(reader, statement.as_bytes(reader)):
-                # Fields in COPY's text format: backslash escapes (rare here; the payload is unescaped
-                # by the decoder on a miss), "\\N" for NULL, and the line's newline after the last one.
-                parts = bytes(data).split(b"\t")
-                count += 1
-                game_id = names.get(parts[2])
-                if game_id is None:  # one str per game: hashed once, dictionary lookups compare identity
-                    game_id = names[parts[2]] = copy_unescape(parts[2]).decode()
-                version = int(parts[3])
-                if held and version >= held.get(game_id, version + 1):
-                    continue
-                last_field = parts[6]
-                tournament = None if last_field == b"\\N\n" else copy_unescape(last_field[:-1]).decode()
-                try:
-                    event = cache.get((parts[4], parts[5]), MISSING)
-                    if event is MISSING:
-                        event = decoder(parts[4], parts[5])
-                    applied = apply(game_id, version, event, tournament)
-                    # Only a game touched again after it ended (and left memory) is not applied here.
-                    if not applied and refold(game_id, version):
-                        applied = apply(game_id, version, event, tournament)
-                        if not applied:
-                            hold(
-                                game_id,
-                                version,
-                                Cause.STREAM,
-                                f"version {version} does not follow its stream",
-                            )
-                except psycopg.Error:
-                    raise  # the re-fold's read: the database's trouble, not the game's
-                except ProjectionError as error:
-                    hold(game_id, version, Cause.DECODE, f"version {version}: {error}")
-                except Exception as error:  # a pure fold: the game's events are the cause (fold_batch)
-                    hold(game_id, version, Cause.FOLD, f"version {version}: {describe(error)}")
-                pending += 1
-                if pending >= flush_every:
-                    flush()
+            count = _fold_copy(copy_out(reader, statement.as_bytes(reader)), fold, flush_every)
         except BaseException:
             reader.close()  # mid-COPY: nothing to roll back; closing ends the server's side too
             raise
-        if pending:
-            flush()
-    return count, rows, list(found.values())
+        if fold.pending:
+            fold.flush()
+    return count, fold.rows, list(fold.found.values())
+
+
+class _BulkFold:
+    """One bulk read's fold: the folder, the games held out, and what was written to the fresh tables."""
+
+    def __init__(
+        self, views: Sequence[str], held: dict[str, int], writer: psycopg.Connection[tuple[Any, ...]]
+    ) -> None:
+        self.views = views
+        self.writer = writer
+        self.folder = Folder(views, cache_size=1_000_000)
+        self.decoder = Decoder()
+        self.held = dict(held)
+        self.found: dict[str, Quarantined] = {}
+        self.pending = 0
+        self.rows = 0
+
+    def hold(self, game_id: str, version: int, cause: Cause, reason: str) -> None:
+        """Leave ``game_id`` out from ``version`` on (a game held twice: from the earlier version)."""
+        if version < self.held.get(game_id, version + 1):
+            self.held[game_id] = version
+            self.found[game_id] = Quarantined(game_id, version, cause, reason)
+
+    def flush(self) -> None:
+        """Write the games folded since the last flush; a game whose rows the database refuses is held."""
+        folder = self.folder
+        written, refused = write_batch_sync(self.writer, folder, self.views, suffix=SUFFIX)
+        self.rows += written
+        for game_id, error in refused.items():
+            self.hold(game_id, folder.pending_from(game_id), Cause.WRITE, describe(error))
+            folder.drop(game_id)
+        folder.commit()
+        self.pending = 0
+
+    def apply_again(self, game_id: str, version: int, event: Event | None, tournament: str | None) -> None:
+        """Apply an event the folder refused: it follows a game that ended and left memory, so the game
+        is seeded again from its stream below ``version`` first; held if it still does not follow."""
+        below = {game_id: version}
+        with self.writer.cursor() as prefixes:
+            prefixes.execute(READ_PREFIXES, ([game_id], [version]))
+            failed = seed_prefixes(self.folder, self.decoder, below, prefixes.fetchall())
+        for cause, reason in failed.values():
+            self.hold(game_id, version, cause, reason)
+        if not failed and not self.folder.apply(game_id, version, event, tournament):
+            self.hold(game_id, version, Cause.STREAM, f"version {version} does not follow its stream")
+
+
+def _fold_copy(lines: Iterable[memoryview], fold: _BulkFold, flush_every: int) -> int:
+    """Fold the COPY ``lines`` into ``fold``, flushing every ``flush_every`` events; return how many.
+
+    The hot loop of a rebuild: it keeps out anything per event it can (the quarantine costs it one truth
+    test while nothing is held, the rare paths are method calls).
+    """
+    apply = fold.folder.apply
+    decoder = fold.decoder
+    cache = decoder.cache
+    held = fold.held
+    names: dict[bytes, str] = {}
+    count = 0
+    for data in lines:
+        # Fields in COPY's text format: backslash escapes (rare here; the payload is unescaped by the
+        # decoder on a miss), "\\N" for NULL, and the line's newline after the last one.
+        parts = bytes(data).split(b"\t")
+        count += 1
+        game_id = names.get(parts[2])
+        if game_id is None:  # one str per game: hashed once, dictionary lookups compare identity
+            game_id = names[parts[2]] = copy_unescape(parts[2]).decode()
+        version = int(parts[3])
+        if held and version >= held.get(game_id, version + 1):
+            continue
+        last_field = parts[6]
+        tournament = None if last_field == b"\\N\n" else copy_unescape(last_field[:-1]).decode()
+        try:
+            event = cache.get((parts[4], parts[5]), MISSING)
+            if event is MISSING:
+                event = decoder(parts[4], parts[5])
+            # Only a game touched again after it ended (and left memory) is not applied here.
+            if not apply(game_id, version, event, tournament):
+                fold.apply_again(game_id, version, event, tournament)
+        except psycopg.Error:
+            raise  # the re-fold's read: the database's trouble, not the game's
+        except ProjectionError as error:
+            fold.hold(game_id, version, Cause.DECODE, f"version {version}: {error}")
+        except Exception as error:  # a pure fold: the game's events are the cause (fold_batch)
+            fold.hold(game_id, version, Cause.FOLD, f"version {version}: {describe(error)}")
+        fold.pending += 1
+        if fold.pending >= flush_every:
+            fold.flush()
+    return count
 
 
 def _bulk_process(

@@ -1,22 +1,9 @@
 """Tamper evidence: recompute a game's hash chain and say where, and how, it was broken.
 
-Every stored event carries its hash and its predecessor's (:func:`service.store.model.event_hash`: the
-type and payload, and from row hash version 2 on the metadata and time as well). The service can only
-append, but whoever holds the database superuser can switch the triggers off and edit rows.
-:func:`check_chain` finds what such an edit leaves behind, at the position it happened:
-
-* ``changed`` — an event's type, payload, metadata or time no longer hashes to its stored hash (or a row
-  went back to hash version 1 after a version-2 row);
-* ``swapped`` — two events stand at each other's places (their contents, or whole rows, were exchanged);
-* ``deleted`` — a version is missing from the stream, or events the command ledger says were written
-  are gone from its end;
-* ``relinked`` — an event's stored ``prev_hash`` is not its predecessor's hash (hashes were rewritten).
-
-A finding's ``position`` is the stream version (1-based) of the event concerned. After a finding the
-check goes on from the stored hash, so one edit is reported once, not as every later event.
-
-A chain recomputed over an edit holds again. An imported record carries a fingerprint of its own that no
-recomputed chain mends: :func:`check_import` finds where its lines no longer match it (``fingerprint``).
+:func:`check_chain` reports ``changed``, ``swapped``, ``deleted`` and ``relinked`` events at their stream
+version (1-based), each edit once; :func:`check_import` finds where an imported record's lines no longer
+match its fingerprint (``fingerprint``), which no recomputed chain mends. docs/DESIGN.md ("A stored game,
+read and checked") defines each finding.
 """
 
 from __future__ import annotations
@@ -84,75 +71,83 @@ def check_chain(
     hash_version = 1  # the highest row hash version so far: a stream never goes back
     resume: dict[int, bytes] = {}  # the second row of a swap found earlier -> the hash its place links on
     for index, row in enumerate(rows):
-        if row.game_id != game_id:
-            findings.append(
-                ChainFinding(row.version, "changed", f"the event at {row.version} is another game's")
-            )
+        findings.extend(_stream_findings(game_id, row, expected, hash_version))
         if row.version > expected:
-            missing = (
-                f"version {expected} is"
-                if row.version == expected + 1
-                else f"versions {expected}–{row.version - 1} are"
-            )
-            findings.append(ChainFinding(expected, "deleted", f"{missing} missing from the stream"))
             prev = row.prev_hash  # nothing to link across a hole
         expected = row.version + 1
-        if row.hash_version < hash_version:
-            findings.append(
-                ChainFinding(
-                    row.version,
-                    "changed",
-                    f"the event at {row.version} has row hash version {row.hash_version} after a version-"
-                    f"{hash_version} row: its metadata and time were taken out of the chain",
-                )
-            )
         hash_version = max(hash_version, row.hash_version)
         if index in resume:
             prev = resume.pop(index)
             continue
-        linked = row.prev_hash == prev
-        consistent = contents.hash(index, row.prev_hash, row.version) == row.hash
-        if not (linked and consistent):
-            swap = None if consistent else _swap_partner(contents, index)
-            if swap is not None:
-                other, here, there = swap
-                resume[other] = there
-                low, high = sorted((row.version, rows[other].version))
-                findings.append(
-                    ChainFinding(
-                        low, "swapped", f"the events at {low} and {high} stand at each other's places"
-                    )
-                )
-                prev = here
-                continue
-            if not consistent:
-                findings.append(
-                    ChainFinding(
-                        row.version,
-                        "changed",
-                        f"the {row.type} event at {row.version} does not match its hash: it was changed",
-                    )
-                )
-            else:
-                findings.append(
-                    ChainFinding(
-                        row.version - 1,
-                        "changed",
-                        f"the event at {row.version - 1} was rewritten with a new hash: "
-                        f"the event at {row.version} still links to the old one",
-                    )
-                )
-        prev = row.hash
-    last = rows[-1].version if rows else 0
-    if ledger_last_version is not None and ledger_last_version > last:
+        prev = _link(contents, index, prev, resume, findings)
+    findings.extend(_ledger_findings(rows, ledger_last_version))
+    return findings
+
+
+def _stream_findings(game_id: str, row: StoredEvent, expected: int, hash_version: int) -> list[ChainFinding]:
+    """What ``row`` breaks in the stream's shape, before any hash: another game's event, versions missing
+    before it (``expected`` is the version due), or a row hash version lower than ``hash_version``."""
+    findings: list[ChainFinding] = []
+    if row.game_id != game_id:
+        findings.append(ChainFinding(row.version, "changed", f"the event at {row.version} is another game's"))
+    if row.version > expected:
+        missing = (
+            f"version {expected} is"
+            if row.version == expected + 1
+            else f"versions {expected}–{row.version - 1} are"
+        )
+        findings.append(ChainFinding(expected, "deleted", f"{missing} missing from the stream"))
+    if row.hash_version < hash_version:
         findings.append(
             ChainFinding(
-                last + 1,
-                "deleted",
-                f"the command ledger wrote up to version {ledger_last_version}; the stream ends at {last}",
+                row.version,
+                "changed",
+                f"the event at {row.version} has row hash version {row.hash_version} after a version-"
+                f"{hash_version} row: its metadata and time were taken out of the chain",
             )
         )
     return findings
+
+
+def _link(
+    contents: _Contents, index: int, prev: bytes, resume: dict[int, bytes], findings: list[ChainFinding]
+) -> bytes:
+    """Check that ``rows[index]`` links on ``prev`` and matches its hash, appending what breaks to
+    ``findings``; returns the hash the next row links on. A swap found here puts its second row in
+    ``resume``, with the hash the chain goes on from after it."""
+    row = contents.rows[index]
+    linked = row.prev_hash == prev
+    consistent = contents.hash(index, row.prev_hash, row.version) == row.hash
+    if linked and consistent:
+        return row.hash
+    swap = None if consistent else _swap_partner(contents, index)
+    if swap is not None:
+        other, here, there = swap
+        resume[other] = there
+        low, high = sorted((row.version, contents.rows[other].version))
+        findings.append(
+            ChainFinding(low, "swapped", f"the events at {low} and {high} stand at each other's places")
+        )
+        return here
+    if not consistent:
+        message = f"the {row.type} event at {row.version} does not match its hash: it was changed"
+        findings.append(ChainFinding(row.version, "changed", message))
+    else:
+        message = (
+            f"the event at {row.version - 1} was rewritten with a new hash: "
+            f"the event at {row.version} still links to the old one"
+        )
+        findings.append(ChainFinding(row.version - 1, "changed", message))
+    return row.hash
+
+
+def _ledger_findings(rows: Sequence[StoredEvent], ledger_last_version: int | None) -> list[ChainFinding]:
+    """Events the command ledger says were written past the stream's end: deleted from it."""
+    last = rows[-1].version if rows else 0
+    if ledger_last_version is None or ledger_last_version <= last:
+        return []
+    message = f"the command ledger wrote up to version {ledger_last_version}; the stream ends at {last}"
+    return [ChainFinding(last + 1, "deleted", message)]
 
 
 def check_import(

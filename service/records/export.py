@@ -1,23 +1,10 @@
 """Write a game's accepted commands and their events as an ``uno-game-record/1`` record.
 
-A record gives the cards that come from the pile in one of three ways (:class:`RecordMode`):
-
-* ``SEED`` — each round's ``deck``, and the seed (once revealed) for reshuffles and launcher presses;
-* ``DECK`` — no seed: each round's ``deck``, every reshuffle's new pile on the line it happened in
-  (``reshuffle``), every launcher press as a count;
-* ``HANDS`` — no seed and no deck order: each round's dealt ``hands`` and ``first`` cards, and every line
-  lists the cards its action took from the pile, the item boxes' flips and the cards the launcher fired.
-
-A round whose deck order was never known (a table game) is written with ``hands`` in every mode.
-
-The house rules (digest §9) need no line of their own: a jump-in is a play line with ``"jump_in": true``, a
-7's swap partner its ``target``, a rotation or a swap a consequence of the play, a stacked penalty taken an
-``accept`` line (its cards or presses listed like any imposed draw), and one draw under draw-to-match one
-``draw`` line however many cards it took. Launcher
-presses are written as counts (with a deck) or card lists (without), one per press, on the line that
-caused them. Every item carries the number of its line in the canonical text (header 1, then one line
-per command), so that reports on the record can point at them. The three records of one game replay to
-the same table, scores and rulings.
+A record gives the cards that come from the pile in one of three ways (:class:`RecordMode`): ``SEED``
+(decks, and the seed once revealed), ``DECK`` (decks, reshuffles and launcher counts) or ``HANDS`` (dealt
+hands, and every card each line took). Every item carries the number of its line in the canonical text,
+and the three records of one game replay to the same table, scores and rulings. docs/DESIGN.md
+("Replaying a record") and docs/RECORD.md give the details.
 """
 
 from __future__ import annotations

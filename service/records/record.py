@@ -1,256 +1,62 @@
-"""The game record format ``uno-game-record/1``: a typed model, a strict reader and a canonical writer.
+"""The game record format ``uno-game-record/1``: a strict reader and a canonical writer.
 
 A game record is the plain-text account of one game (``shared/RECORD.md``): JSON Lines, UTF-8, a header
-line, then for every round a round line followed by that round's action lines. Blank lines and lines
-whose first non-space character is ``#`` are ignored, but they still count: every line number here is
-the 1-based physical line number in the text, as the verifier's reports quote them.
-
-This module only reads and writes the format. It does not replay the game or judge any rule; that is the
-verifier's job. What it does check is that a record is well formed, so that the verifier can trust the
-types it is handed:
-
-* every line is one JSON object with no duplicate keys and no ``NaN``/``Infinity``;
-* the header comes first, names the format, a known variant, 2–10 distinct players and options that
-  :func:`service.rules.options.make_options` accepts (the house rules of the digest's §9 among them), and
-  a seed that matches its committed hash. Options it refuses break ``setup.options``: the game cannot be
-  set up at all, so the error's message starts with that rule id and names the option;
-* round lines are numbered 1, 2, 3… and give either the complete ``deck`` or the ``hands`` of every
-  player and the ``first`` flipped card(s);
-* every action line has exactly one action key, a ``by`` naming a player (except ``reshuffle``, where
-  it is optional), and only the modifiers that action can carry;
-* every card token is in the notation of the rules digest (``docs/RULES.md`` §1) and every player name
-  is one of the header's players;
-* press outcomes are given the way the round is dealt: counts with a ``deck``, lists of cards without
-  one. A round without a deck must list the cards its lines take from the pile; a round with a deck may
-  still list them (``cards``, ``flip``), and the verifier then checks them against the deck;
-* a ``reshuffle`` on a line of another action (or on a round line) gives the new draw pile of a reshuffle
-  made *inside* that action (or, on a round line, the pile after a first card was returned to it): a
-  list of card tokens, or a list of such lists when the pile ran out more than once. A line whose only
-  action key is ``reshuffle`` is a reshuffle of its own;
-* a ``press`` line says what the launcher fired (``fired``), unless the header reveals the ``seed``,
-  which decides every press.
-
-Anything else is reported as a :class:`RecordError` naming the line. The model keeps what a line says,
-not what it means: ``options`` stay the raw JSON object (validated, never filled with defaults), so that
-:func:`write_record` gives back the same record.
-
-Canonical form (what :func:`write_record` produces, and what the examples in ``shared/records/`` already
-are): one JSON object per line in the separators of the format's own examples (``", "`` and ``": "``),
-non-ASCII characters written as they are, no blank or comment lines, and keys in this order:
-
-* header: ``record``, ``variant``, ``players``, ``options``, ``seed_sha256``, ``seed``;
-* round line: ``round``, ``dealer``, ``deck``, ``hands``, ``first``, ``cards``, ``fired``, ``reshuffle``;
-* action line: ``by``, the action key, then ``colour``, ``uno``, ``target``, ``jump_in``, ``applied``,
-  ``flip``, ``cards``, ``fired``, ``reshuffle``.
-
-Optional keys are written only when they say something (``uno`` and ``jump_in`` only when true,
-``cards``/``fired`` only when non-empty); per-player objects list the players in seat order, ``options``
-are sorted by name.
-Equal records (line numbers aside) are therefore written as the same text.
+line, then for every round a round line followed by that round's action lines. :func:`read_record` checks
+that a record is well formed (not that its game keeps the rules: that is the verifier's job) and reports
+anything else as a :class:`RecordError` naming the 1-based physical line (blank and ``#`` lines count).
+:func:`write_record` writes the canonical form, which reads back equal. The typed model is in
+:mod:`service.records.model`; what is checked and the canonical form: ``docs/DESIGN.md``, "Game records".
 """
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import os
 import re
 import sys
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from service.domain.limits import MAX_JSON_DEPTH, json_depth
+from service.records.model import (
+    FORMAT,
+    Action,
+    ActionKind,
+    Fired,
+    GameRecord,
+    RecordError,
+    RecordHeader,
+    RoundBlock,
+    RoundLine,
+)
 from service.rules.cards import Card, CardError, Colour, tokens
 from service.rules.options import Variant, make_options
 from service.rules.setup import MAX_NAME, valid_name
 from service.rules.violations import Rule
 
-#: The value of the header's ``record`` key for this version of the format.
-FORMAT = "uno-game-record/1"
+# The model's names are imported from here by most callers: this module is the format's one entry point.
+__all__ = [
+    "FORMAT",
+    "MAX_PLAYERS",
+    "MIN_PLAYERS",
+    "Action",
+    "ActionKind",
+    "Fired",
+    "GameRecord",
+    "RecordError",
+    "RecordHeader",
+    "RoundBlock",
+    "RoundLine",
+    "read_record",
+    "read_record_file",
+    "write_record",
+]
 
 #: The allowed number of players (digest ``setup.players``).
 MIN_PLAYERS = 2
 MAX_PLAYERS = 10
-
-#: One launcher outcome: how many cards came out (a round dealt from a deck), or which (a round without).
-Fired = int | tuple[Card, ...]
-
-
-class RecordError(ValueError):
-    """A game record that is not well formed.
-
-    ``line`` is the 1-based physical line number the problem is on (blank and comment lines count);
-    ``message`` says what is wrong. ``str()`` gives both as ``"line N: message"``.
-    """
-
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(f"line {line}: {message}")
-        self.line = line
-        self.message = message
-
-
-class ActionKind(enum.Enum):
-    """What an action line does. The value is the line's action key."""
-
-    PLAY = "play"
-    DRAW = "draw"
-    PASS = "pass"
-    PRESS = "press"
-    CALL_UNO = "call"
-    CATCH = "catch"
-    CHALLENGE = "challenge"
-    ACCEPT = "accept"
-    CHOOSE = "choose"
-    RESHUFFLE = "reshuffle"
-
-
-@dataclass(frozen=True, slots=True)
-class RecordHeader:
-    """The header, the first JSON line of a record.
-
-    Attributes:
-        variant: the rule set the game is played under.
-        players: the players' names in seat (clockwise) order; 2–10 distinct non-empty strings.
-        options: the ``options`` object exactly as recorded (option name → JSON value). It has been
-            validated with :func:`~service.rules.options.make_options` but not filled with defaults, so
-            it round-trips; call ``make_options(header.variant, header.options)`` for the full options.
-            A header without ``options`` reads as ``{}``.
-        seed_sha256: the committed SHA-256 of the game seed, 64 lowercase hex digits, if recorded.
-        seed: the revealed game seed, if recorded. When both are present, ``sha256(seed)`` matches.
-        line: the physical line number of the header; not part of equality.
-    """
-
-    variant: Variant
-    players: tuple[str, ...]
-    options: dict[str, Any]
-    seed_sha256: str | None
-    seed: bytes | None
-    line: int = field(compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class RoundLine:
-    """The line that starts a round.
-
-    A round is given either by its ``deck`` (``hands`` and ``first`` are then ``None``: the deal and the
-    first flip are taken from the deck) or by ``hands`` and ``first`` (``deck`` is then ``None``).
-
-    Attributes:
-        round: the round's number: 1 for the first round line, then 2, 3…
-        dealer: the player who deals this round.
-        deck: the complete shuffled deck before the deal, top card first.
-        hands: every player's dealt hand, keyed by every player of the header.
-        first: the card or cards flipped to start the discard pile, in flip order (at least one).
-        cards: cards that first-card penalties made players draw, per player (required without a deck,
-            optional with one); empty when none are listed.
-        fired: launcher presses that the first card imposed, one outcome per press in order (a count
-            with a deck, a list of cards without); empty when there were none.
-        reshuffles: the draw pile (top first) after each first card that was returned to it, in order,
-            when the table says how it reshuffled; empty otherwise.
-        line: the physical line number of the round line; not part of equality.
-    """
-
-    round: int
-    dealer: str
-    deck: tuple[Card, ...] | None
-    hands: dict[str, tuple[Card, ...]] | None
-    first: tuple[Card, ...] | None
-    cards: dict[str, tuple[Card, ...]]
-    fired: tuple[Fired, ...]
-    line: int = field(compare=False)
-    reshuffles: tuple[tuple[Card, ...], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """One action line. Which fields are set depends on ``kind``; the others keep their defaults.
-
-    ============  =====================================  ===============================================
-    kind          line                                   fields
-    ============  =====================================  ===============================================
-    PLAY          ``{"by": P, "play": "R+2", ...}``      ``card``; optional ``colour`` (a wild),
-                                                         ``uno``, ``target``, ``jump_in``, ``flip``,
-                                                         ``cards``, ``fired``
-    DRAW          ``{"by": P, "draw": true}``            optional ``cards`` (what was drawn, written
-                                                         ``"cards": [...]`` or per player)
-    PASS          ``{"by": P, "pass": true}``            —
-    PRESS         ``{"by": P, "press": true,             ``fired``: a 1-tuple holding the line's single
-                  "fired": 2}``                          outcome; empty when a seeded header leaves
-                                                         ``fired`` out
-    CALL_UNO      ``{"by": P, "call": "uno"}``           —
-    CATCH         ``{"by": P, "catch": Q}``              ``target`` = Q; optional ``applied``
-                                                         (``"penalty"``/``"none"``), ``cards``, ``fired``
-    CHALLENGE     ``{"by": P, "challenge": true}``       optional ``applied`` (``"upheld"``/
-                                                         ``"failed"``), ``cards``
-    ACCEPT        ``{"by": P, "accept": true}``          optional ``cards``, ``fired`` (a W+4, or a
-                                                         stacked penalty: ``house.stacking``)
-    CHOOSE        ``{"by": P, "choose": {...}}``         exactly one of ``colour`` (``{"colour": "B"}``)
-                                                         and ``target`` (``{"target": "cy"}``); optional
-                                                         ``cards``
-    RESHUFFLE     ``{"reshuffle": [...]}``               ``pile``; ``by`` is optional here only
-    ============  =====================================  ===============================================
-
-    Attributes:
-        line: the physical line number of the action; not part of equality.
-        by: the acting player; ``None`` only for a reshuffle that names nobody.
-        kind: what the line does.
-        card: the card played (PLAY).
-        colour: the colour chosen for a played wild (PLAY), or the colour chosen (CHOOSE).
-        uno: whether UNO was called with the play (PLAY).
-        target: the player named by the play (PLAY: WAA, TH, a customizable, a 7 under
-            ``house.seven-o``), caught (CATCH) or chosen (CHOOSE: Green Shell).
-        jump_in: the play was made out of turn on an identical card (PLAY, ``house.jump-in``). The line
-            says so because a play out of turn without it is a different thing: ``turn.order`` broken.
-        applied: what the table did: ``"penalty"``/``"none"`` (CATCH), ``"upheld"``/``"failed"``
-            (CHALLENGE); ``None`` when the record does not say.
-        cards: the cards each listed player took from the pile because of this line (required in a
-            round without a deck, optional in one with a deck); empty when none are listed.
-        fired: the launcher outcomes: for PRESS the press's own single outcome, otherwise one per press
-            the line imposed, in order; a count with a deck, a list of cards without. Empty when none.
-        flip: the card an item box flipped, as given on a PLAY line (required without a deck, optional
-            with one).
-        pile: the new draw pile, top card first (RESHUFFLE).
-        reshuffles: the new draw piles (top first) of the reshuffles made inside this action when the
-            pile ran out in the middle of it, in order (the ``reshuffle`` key on a line of another
-            action); empty when the line gives none.
-    """
-
-    line: int = field(compare=False)
-    by: str | None
-    kind: ActionKind
-    card: Card | None = None
-    colour: Colour | None = None
-    uno: bool = False
-    target: str | None = None
-    applied: str | None = None
-    cards: dict[str, tuple[Card, ...]] = field(default_factory=dict)
-    fired: tuple[Fired, ...] = ()
-    flip: Card | None = None
-    pile: tuple[Card, ...] | None = None
-    reshuffles: tuple[tuple[Card, ...], ...] = ()
-    jump_in: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class RoundBlock:
-    """One round: its round line and the action lines after it, in record order."""
-
-    start: RoundLine
-    actions: tuple[Action, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class GameRecord:
-    """A whole record: the header and the rounds in order (possibly none).
-
-    Equality ignores line numbers, so ``read_record(write_record(r)) == r`` for every well-formed ``r``.
-    """
-
-    header: RecordHeader
-    rounds: tuple[RoundBlock, ...]
 
 
 # --- Reading ---------------------------------------------------------------------------------------------
@@ -828,7 +634,7 @@ def _to_json(item: RecordHeader | RoundLine | Action, players: tuple[str, ...]) 
 
 
 def write_record(record: GameRecord) -> str:
-    """``record`` in canonical form (see the module docstring): one ``\\n``-ended line per JSON object.
+    """``record`` in canonical form (``docs/DESIGN.md``, "Game records"): a ``\\n``-ended line per object.
 
     The text is read back before it is returned, so what this function returns always reads back equal
     to ``record``. A model that is not a well-formed record raises :class:`RecordError`, numbered by the

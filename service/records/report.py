@@ -1,14 +1,10 @@
 """The verifier's report as typed values, and the one place they become JSON.
 
-The replay (:mod:`service.records.verify`) builds its report from these values — enums for what a ruling
-is about and what it found, dataclasses for findings, rulings and their evidence, the outcome and the
-final table — and the report is turned into JSON only at the edges (``--json``, the gRPC messages, the
-payload of an audit entry) by the ``to_json`` methods here, which give the shapes ``docs/RECORD.md``
-documents. Nothing reads a report back by string keys. The text is :mod:`service.audit.render`'s.
-
-The numbers in a report point into what was judged: a record's lines, or, for a stored game, the
-positions of its log (:class:`Unit`). The replay counts lines; :meth:`RulesReport.placed` turns every
-line of a report into the position it stands for at once, so that no value ever mixes the two.
+The replay (:mod:`service.records.verify`) builds its report from these enums and dataclasses; their
+``to_json`` methods give the shapes docs/RECORD.md documents, at the edges only (``--json``, gRPC, audit
+entries). The text is :mod:`service.audit.render`'s. Numbers point at a record's lines or a stored game's
+positions (:class:`Unit`); :meth:`RulesReport.placed` turns lines into positions at once.
+docs/DESIGN.md ("Replaying a record").
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """The replay verifier for game records: re-run a record through the rules engine and adjudicate it.
 
-:func:`verify_record` replays a :class:`~service.records.record.GameRecord` line by line with the same
-decider the service uses. It collects every violation rather than stopping at the first: an action
-that breaks a rule is reported and then applied as the table did, when that is physically possible, so
-one mistake does not hide the rest. It rules on every UNO catch and every Wild Draw Four challenge
-with a verdict, the rule id and the evidence. When the record can no longer be followed (a card the
-player does not hold, a pile with nothing to take, a deal that cannot be made) it says so at that line,
-as one finding, and stops.
-
-Whatever a line says came from the pile is checked against the replay (``fair.commit``): a deck against
-the revealed seed's shuffle, launcher counts against the presses, and listed ``cards`` and ``flip`` cards
-against what was taken — from the deck when the round has one (a table may still list them), and in a
-round without one, listed cards that nothing took.
-
-The house rules (digest §9) need nothing of their own here: the engine judges and applies them, the
-record gives a jump-in its flag and a 7 its target, and the replay only keeps its books through them (a
-0's rotation changes every hand, so every UNO window may open anew). Two things are the verifier's: a
-challenge that is not heard (under ``house.wd4-any-time``, or by a player who stacked on the card) is
-reported under that rule and still gets its ruling, and a heard challenge in a game with stacking says in
-its evidence what the answer costs and who pays, since that is no longer always 4 or 6.
-
-The report is typed (:mod:`service.records.report`); its JSON is the shape ``RECORD.md`` documents.
+:func:`verify_record` replays a :class:`~service.records.record.GameRecord` line by line with the service's
+decider, collecting every violation (a broken rule is reported, then applied as the table did), ruling on
+every UNO catch and Wild Draw Four challenge with the evidence, checking what came from the pile
+(``fair.commit``), and stopping with one finding where the record can no longer be followed. The report
+is typed (:mod:`service.records.report`). docs/DESIGN.md ("Replaying a record").
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """UNO Attack (both editions): the Attack action cards, the follow-up, and the first-card rule.
 
-The launcher is the draw pile (``attack.launcher``): each press fires ``k >= 0`` cards, ``k`` drawn from
-the game's launcher distribution (see :mod:`service.rules.fair`). Pressing it is the engine's
-(:meth:`~service.rules.engine.Act.press`); that UNO Attack takes every card by pressing — a press
-instead of a draw, two presses for an UNO penalty — is its rule set's ``taking``
-(:data:`service.rules.rule_sets.RULE_SETS`).
-
-The follow-up (``attack.follow-up``) is here whole: an S or R offers it (:func:`skip`, :func:`reverse`),
-and the turn's other modules ask this one what it means for them — a draw or press refused instead of
-it (:func:`instead_of_follow_up`), the seat a follow-up card counts from (:func:`follow_up_origin`), who
-plays when the turn ends without it (:func:`turn_after`). The one seat a follow-up may not hand the turn
-back to is kept by the engine while the card resolves (``Act.barred``).
+Pressing the launcher is the engine's (:meth:`~service.rules.engine.Act.press`); taking every card by
+pressing is the rule set's ``taking``. The follow-up (``attack.follow-up``) is here whole: an S or R
+offers it (:func:`skip`, :func:`reverse`), and the turn's other modules ask :func:`instead_of_follow_up`,
+:func:`follow_up_origin` and :func:`turn_after`. docs/DESIGN.md ("The rules engine").
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from service.rules import house
 from service.rules.cards import Face
-from service.rules.classic import next_turn
+from service.rules.classic import next_turn, penalty
 from service.rules.engine import Act, Effect, Played
 from service.rules.events import Awaiting, DirectionReversed, HandsTraded
 from service.rules.options import CustomAction
@@ -99,30 +91,6 @@ def turn_after(state: State, seat: int) -> int:
 # --- the Attack cards ------------------------------------------------------------------------------
 
 
-def hit_two(act: Act, played: Played) -> None:
-    """``attack.hit-two``: the next player presses twice and loses the turn — unless the penalty waits to
-    be stacked on (``house.stacking``)."""
-    s = act.state
-    victim = s.next_seat(played.origin)
-    if house.penalty_waits(act, played, victim, Act.presses, Rule.ATTACK_HIT_TWO):
-        return
-    act.presses(victim, 2, Rule.ATTACK_HIT_TWO)
-    if not played.going_out:
-        act.prompt(s.next_seat(played.origin, 2))
-
-
-def wild_hit_four(act: Act, played: Played) -> None:
-    """``attack.wild-hit-four``: the next player presses 4 times and loses the turn — unless the penalty
-    waits to be stacked on (``house.stacking``)."""
-    s = act.state
-    victim = s.next_seat(played.origin)
-    if house.penalty_waits(act, played, victim, Act.presses, Rule.ATTACK_WILD_HIT_FOUR):
-        return
-    act.presses(victim, 4, Rule.ATTACK_WILD_HIT_FOUR)
-    if not played.going_out:
-        act.prompt(s.next_seat(played.origin, 2))
-
-
 def attack_attack(act: Act, played: Played) -> None:
     """``attack.attack-attack``: the named player presses twice; play then passes on normally."""
     assert played.cmd.target is not None
@@ -188,8 +156,8 @@ EFFECTS: dict[Face, Effect] = {
     Face.REVERSE: reverse,
     Face.WILD: next_turn,
     Face.DISCARD_ALL: next_turn,  # its extra discards go down with the play itself
-    Face.HIT_TWO: hit_two,
-    Face.WILD_HIT_FOUR: wild_hit_four,
+    Face.HIT_TWO: penalty(2, Rule.ATTACK_HIT_TWO, Act.presses),
+    Face.WILD_HIT_FOUR: penalty(4, Rule.ATTACK_WILD_HIT_FOUR, Act.presses),
     Face.WILD_ATTACK_ATTACK: attack_attack,
     Face.TRADE_HANDS: trade_hands,
     Face.WILD_ALL_HIT: all_hit,

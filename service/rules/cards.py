@@ -1,13 +1,9 @@
 """Cards, faces, colours and the decks of the four rule sets.
 
-A card is written as colour + face (``R7``, ``GS``, ``B+2``, ``YDA``); wild cards have no colour and are
-written by their face alone (``W``, ``W+4``, ``WVL``, ``WIB``, ``WH4``, ``WAA``, ``WC``, ``WAH``, ``WHF``).
-That notation is the one of the rules digest (``docs/RULES.md`` §1) and of the game record format.
-
-Every :class:`Card` is interned: :func:`card` (and :meth:`Card.parse`) hand out one shared object per
-token, so two equal cards are the same object. The rules engine leans on that for speed (hand
-searches compare identities), which is why cards are never built with ``Card(...)`` outside this
-module.
+A card is written as colour + face (``R7``, ``B+2``); a wild card by its face alone (``W``, ``W+4``), as
+in the digest (``docs/RULES.md`` §1) and the game record format. Every :class:`Card` is interned:
+:func:`card` (and :meth:`Card.parse`) hand out one object per token, and the engine compares identities,
+so cards are never built with ``Card(...)`` outside this module. docs/DESIGN.md ("The rules engine").
 """
 
 from __future__ import annotations

@@ -40,23 +40,28 @@ def reverse(act: Act, played: Played) -> None:
         act.prompt(s.next_seat(played.origin))
 
 
-def draw_two(act: Act, played: Played) -> None:
-    """Draw Two (``action.draw-two``): the next player draws 2 and loses the turn — unless the penalty
-    waits to be stacked on (``house.stacking``)."""
-    s = act.state
-    victim = s.next_seat(played.origin)
-    if house.penalty_waits(act, played, victim, Act.take, Rule.ACTION_DRAW_TWO):
-        return
-    act.take(victim, 2, Rule.ACTION_DRAW_TWO)
-    if not played.going_out:
-        act.prompt(s.next_seat(played.origin, 2))
+def penalty(count: int, rule: Rule, impose: house.Impose = Act.take) -> Effect:
+    """The effect of a draw card (``rule``): the next player takes ``count`` cards as ``impose`` has them
+    taken (drawn, or launcher presses) and loses the turn — unless the penalty waits to be stacked on
+    (``house.stacking``)."""
+
+    def effect(act: Act, played: Played) -> None:
+        s = act.state
+        victim = s.next_seat(played.origin)
+        if house.penalty_waits(act, played, victim, impose, rule):
+            return
+        impose(act, victim, count, rule)
+        if not played.going_out:
+            act.prompt(s.next_seat(played.origin, 2))
+
+    return effect
 
 
 EFFECTS: dict[Face, Effect] = {
     **{face: next_turn for face in Face if face.number is not None},
     Face.SKIP: skip,
     Face.REVERSE: reverse,
-    Face.DRAW_TWO: draw_two,
+    Face.DRAW_TWO: penalty(2, Rule.ACTION_DRAW_TWO),  # Draw Two (``action.draw-two``)
     Face.WILD: next_turn,
     Face.WILD_DRAW_FOUR: wild_draw_four.effect,
 }

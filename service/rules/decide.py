@@ -1,25 +1,11 @@
 """The decider: :func:`decide` judges a command against the state and answers with events or a violation.
 
-This module is the public face of the rules and only dispatches: :func:`check` (legality) and
-:func:`resolve` (what an accepted command does) hand each command to the family that owns its rules —
-
-* :mod:`.setup` — creating a game, dealing a round (``setup.*``, ``deck.composition``);
-* :mod:`.turn` — whose turn it is, playing, drawing, passing, pressing, the choices a play leaves
-  pending (``turn.order``, ``play.*``, ``draw.one``, ``draw.pass``, ``turn.end``, ``attack.launcher``);
-* :mod:`.uno` — UNO calls, catches and the penalty (``uno.*``);
-* :mod:`.wild_draw_four` — the W+4's answer: accept or challenge (``action.wild-draw-four``, ``wd4.*``);
-* :mod:`.house` — the house rules, where the game's options turn them on (``house.*``);
-* :mod:`.engine` — the draw pile and the launcher, and a reshuffle the table reports
-  (``draw.reshuffle``, ``fair.commit``);
-
-— and where the rule sets part ways, the families read the game's :class:`~.rule_sets.RuleSet`
-(:mod:`.classic`, :mod:`.sonic`, :mod:`.mario_kart`, :mod:`.attack` hold their card effects and first-card
-rules). Everything is pure and deterministic: the same state and command always give the same events,
-and randomness comes only from the game's seed.
-
-The replay verifier calls :func:`resolve` directly to apply a rule-breaking action "as the table did"
-after reporting it; :class:`~service.rules.violations.Impossible` then says the table's action cannot
-be followed at all.
+This module only dispatches: :func:`check` (legality) and :func:`resolve` (what an accepted command does)
+hand each command to the family that owns its rules — :mod:`.setup`, :mod:`.turn`, :mod:`.uno`,
+:mod:`.wild_draw_four`, :mod:`.house`, :mod:`.engine` — which read the game's :class:`~.rule_sets.RuleSet`
+where the rule sets part ways. Everything is pure and deterministic. The replay verifier calls
+:func:`resolve` directly to apply a broken rule "as the table did". docs/DESIGN.md ("The rules engine")
+lists which family owns which rule ids.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The table at work while one command is resolved: cards leave the pile, events are emitted.
 
-:class:`Act` collects the events of one command and keeps the state they lead to (each event goes
-through :func:`~service.rules.state.evolve` as it is emitted, so effects always read the true table).
-Every card that leaves the draw pile or the launcher passes through here — drawn, taken, flipped,
-fired — which is where fair dealing (``fair.commit``) and reshuffling (``draw.reshuffle``, including a
-reshuffle the table reports: :func:`check_reshuffle`) are enforced:
-
-* a seeded game takes cards from its known pile and derives every reshuffle and launcher press from the
-  seed (:mod:`service.rules.fair`);
-* a game reconstructed from a table takes them from its known deck order, or — where the order is not
-  known — from the :class:`~service.rules.commands.Supply` the table reported, checked against what the
-  pile can still hold.
-
-Whose turn comes next (:meth:`Act.prompt`) and the end of a round, scored (:meth:`Act.end_round`:
-``score.round``, ``score.match``), are the other things every rule family does through the engine.
+:class:`Act` collects the events of one command and keeps the state they lead to. Every card that leaves
+the draw pile or the launcher passes through here, which is where fair dealing (``fair.commit``) and
+reshuffling (``draw.reshuffle``, :func:`check_reshuffle`) are enforced, from the seed, a known deck order,
+or the :class:`~service.rules.commands.Supply` a table reported. :meth:`Act.prompt` and
+:meth:`Act.end_round` are the rest. docs/DESIGN.md ("The rules engine").
 """
 
 from __future__ import annotations

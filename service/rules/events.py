@@ -1,21 +1,9 @@
 """Events: the immutable facts a game's log is made of.
 
 Each accepted command yields one or more events; :func:`service.rules.state.evolve` applies them one at a
-time and never validates. Events say what happened in full (the cards drawn, whose turn it now is), so a
-reader of the log needs no rules engine to follow a game, and the engine never re-derives a fact that is
-already written down.
-
-Events fall into three groups:
-
-* *turn actions*, taken by the player on turn (or the Wild Draw Four victim, or a player jumping in):
-  :class:`CardPlayed`, :class:`CardDrawn`, :class:`Passed`, :class:`LauncherPressed` with cause
-  ``attack.launcher``, :class:`Wd4Accepted`, :class:`Wd4Challenged`, :class:`StackAccepted`. The first
-  of them after a play closes that play's UNO window (digest ``uno.catch``);
-* *consequences* the rules impose: :class:`CardsTaken`, :class:`LauncherPressed` with another cause,
-  :class:`CardFlipped`, :class:`PileReshuffled`, :class:`DirectionReversed`, :class:`ColourChosen`,
-  :class:`HandsTraded`, :class:`HandsRotated`, :class:`Prompted` (who must act next, and how),
-  :class:`JumpedIn` (who takes the turn out of turn), :class:`RoundEnded`, :class:`GameEnded`;
-* *out-of-turn table talk*: :class:`UnoCalled`, :class:`UnoCaught`.
+time and never validates. Events say what happened in full, so a reader of the log needs no rules engine
+to follow a game. They fall into turn actions, consequences the rules impose, and out-of-turn table talk:
+docs/DESIGN.md ("The rules engine") lists each group.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """Fair dealing (digest ``fair.commit``): every shuffle and launcher press derived from a secret seed.
 
-The algorithm is fixed and independent of the Python version (it never touches :mod:`random`), so
-anyone holding the revealed seed can re-derive every card of a game:
-
-1. A *stream* for a purpose label (``"round:2:deal"``) is the concatenation of
-   ``HMAC-SHA256(key=seed, msg=label ‖ ":" ‖ counter)`` for counter = 0, 1, 2, … (counter in decimal
-   ASCII), read as consecutive big-endian unsigned 64-bit integers.
-2. ``below(n)`` takes the next integer ``u`` and rejects it while ``u >= 2**64 - (2**64 % n)`` (so the
-   result has no modulo bias), returning ``u % n``.
-3. A shuffle is Fisher–Yates on the canonical deck order (``cards.DECKS``) or on the given cards: for
-   ``i`` from ``len - 1`` down to ``1``, swap positions ``i`` and ``below(i + 1)``. Position 0 is the
-   top of the resulting pile.
-4. A launcher press picks ``k`` with ``below(sum(weights))`` against the cumulative weights.
-
-Labels used by the rules engine (``r`` is the round number, ``n`` a per-round counter from 0):
-``round:r:dealer-draw``, ``round:r:deal``, ``round:r:return:n`` (a first card put back),
-``round:r:reshuffle:n``, ``round:r:press:n``.
+The algorithm is fixed and independent of the Python version (it never touches :mod:`random`): an
+HMAC-SHA256 counter stream per purpose label, ``below(n)`` without modulo bias, Fisher–Yates on the
+canonical deck order, and launcher presses against cumulative weights. docs/DESIGN.md ("Fair dealing")
+states it step by step, with the labels the engine uses.
 """
 
 from __future__ import annotations

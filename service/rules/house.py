@@ -1,25 +1,11 @@
 """The house rules (digest §9), whole: stacking, jump-in, seven-o, draw to match, force play, and the Wild
 Draw Four any time.
 
-Each is an option of the game (:class:`~service.rules.options.Options`), off by default, and each has its
-rule id (``house.*``). They change the rules of the other families at a few named points, and those
-points ask this module:
-
-* ``house.stacking`` — a draw card whose penalty something may stack on does not take effect at once:
-  the penalty waits (``State.pending``, kept by ``evolve``) and its victim is prompted to stack on it or
-  take it (``Awaiting.STACK``; a Wild Draw Four keeps its own answer, ``Awaiting.WD4_RESPONSE``, which may
-  then be a stack too). :func:`check_stack` judges a play while a penalty waits, :func:`penalty_waits` is
-  what the draw cards' effects call, :func:`resolve_stack_accept` takes a stacked total;
-* ``house.jump-in`` — :func:`check_jump_in` judges a play out of turn, which :func:`jump_in` then hands
-  the turn to;
-* ``house.seven-o`` — :func:`seven_o` swaps or rotates the hands after a 7 or a 0 left the hand;
-* ``house.draw-to-match`` — :func:`draws_on` says whether one draw goes on drawing, and
-  :func:`check_draw_to_match` judges the cards a table says it drew;
-* ``house.force-play`` — :func:`check_force_play` refuses keeping a playable drawn card;
-* ``house.wd4-any-time`` — :func:`check_wd4_any_time` refuses every challenge.
-
-The predicates the bots and the verifier share (what stacks on what, what is identical) are in
-:mod:`service.rules.legality`.
+Each is an option of the game (:class:`~service.rules.options.Options`), off by default, with its rule id
+(``house.*``); the other families ask this module at a few named points (:func:`check_stack`,
+:func:`penalty_waits`, :func:`check_jump_in`, :func:`seven_o`, :func:`draws_on`,
+:func:`check_force_play`, :func:`check_wd4_any_time`…). The predicates the bots and the verifier share
+are in :mod:`service.rules.legality`. docs/DESIGN.md ("The rules engine") says which point is which.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """A turn (digest §3): whose it is, and its actions — play, draw, pass, press — and the choices a play
 leaves pending (a colour, a Green Shell's target).
 
-Digest ``turn.order``, ``play.match``, ``play.in-hand``, ``play.wild-colour``, the player a card must
-name, ``draw.one``, ``draw.pass``, ``turn.end``, and the press that is UNO Attack's draw
-(``attack.launcher``). The other families answer for their part of a turn: what a played card does is
-its rule set's effect (``RuleSet.effects``), and what a draw, press or pass means is its ``taking``
-(:mod:`service.rules.rule_sets`); an UNO call made with a play is :mod:`service.rules.uno`'s; the
-follow-up after an UNO Attack S or R is :mod:`service.rules.attack`'s; a Wild Draw Four waiting for its
-answer is :mod:`service.rules.wild_draw_four`'s; where a house rule changes a turn (a stack, a jump-in, a
-7 or 0 that moves hands, drawing to a match, forced play) :mod:`service.rules.house` says how.
+Digest ``turn.order``, ``play.*``, ``draw.one``, ``draw.pass``, ``turn.end`` and ``attack.launcher``. The
+other families answer for their part of a turn: the card's effect and ``taking``
+(:mod:`service.rules.rule_sets`), UNO calls (:mod:`service.rules.uno`), the follow-up
+(:mod:`service.rules.attack`), the W+4's answer (:mod:`service.rules.wild_draw_four`), the house rules
+(:mod:`service.rules.house`). docs/DESIGN.md ("The rules engine").
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """UNO calls, whole: the call, the catch, why a catch earns nothing, and the penalty.
 
-Digest ``uno.*``. A player left with one card must call — with the play (:func:`check_call_with_play`)
-or on its own (:func:`check_call`); until they do, any other player may catch them while their window is
-open (:func:`catch_reason`), and a caught player takes the penalty the way their rule set takes cards
-(two draws, or two launcher presses). Calls and catches are the only commands made out of turn.
-
-The windows themselves are bookkeeping that ``evolve`` does on every event (``State.exposed``, in
-:mod:`service.rules.state`): a play leaving one card uncalled opens one, a turn action of another player
-closes it, and a player who takes cards no longer holds one.
+Digest ``uno.*``. A player left with one card must call (:func:`check_call_with_play`,
+:func:`check_call`); until then any other player may catch them while their window is open
+(:func:`catch_reason`), and the caught player takes the penalty as their rule set takes cards. The
+windows are ``evolve``'s bookkeeping (``State.exposed``). docs/DESIGN.md ("The rules engine").
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The Wild Draw Four, whole: its effect, the victim's answer, and the challenge that judges the play.
 
-Digest ``action.wild-draw-four`` and ``wd4.*``. Playing a W+4 is never refused — an illegal one is the
-bluff (``wd4.legal``), and only a challenge tests it: the victim must then accept (``wd4.accept``) or
-challenge (``wd4.challenge``) as their first turn action, and nothing else happens in between but UNO
-calls and catches. The question "was it legal?" is :func:`~service.rules.legality.wd4_matching`, shared
-with the bots; the hand it is asked of is the one recorded when the card went down
-(:class:`~service.rules.state.Wd4Play`, kept by ``evolve`` as ``State.wd4`` until the answer), so a catch
-of the offender before the answer changes nothing about the judgement.
-
-What the answer costs is ``State.pending``: 4, or under ``house.stacking`` the whole total stacked
-beneath and on it (the victim may also stack another W+4: :mod:`service.rules.house`). Upheld, the
-offender takes that total; failed, the challenger takes it plus 2. Under ``house.wd4-any-time`` no
-challenge is heard at all.
+Digest ``action.wild-draw-four`` and ``wd4.*``. A W+4 is never refused; only a challenge tests it
+(:func:`~service.rules.legality.wd4_matching`, against the hand recorded when it went down). What the
+answer costs is ``State.pending``: upheld, the offender takes it; failed, the challenger takes it plus 2.
+docs/DESIGN.md ("The rules engine") has the whole rule, stacking included.
 """
 
 from __future__ import annotations
