@@ -1,15 +1,10 @@
 """Read models rebuilt from the event log: hands, tables, scores, tournament standings, player stats.
 
-* :mod:`projections.views` — each read model as a pure fold (initial value + ``evolve``) and its rows;
-* :mod:`projections.projector` — the checkpointed projector (exactly once, several processes safe, lag);
-* :mod:`projections.rebuild` — rebuild from zero into fresh tables and swap them in atomically;
-* :mod:`projections.quarantine` — games that cannot be folded, set aside and reported while the rest
-  projects;
-* :mod:`projections.queries` — reads that can wait for a client's own write;
-* :mod:`projections.check` — one game's views against a fold of its events through the rules engine;
-* :mod:`projections.migrate` — the projection tables' migrations (this package owns them).
-
-See ``docs/DESIGN.md`` ("Projections").
+Folds (:mod:`projections.views`, :mod:`projections.fold`), the checkpointed projector
+(:mod:`projections.projector`), the rebuild (:mod:`projections.rebuild`), quarantined games
+(:mod:`projections.quarantine`), reads that can wait for a write (:mod:`projections.queries`), the
+consistency check (:mod:`projections.check`) and this package's own migrations (:mod:`projections.migrate`).
+See docs/DESIGN.md ("Projections").
 """
 
 from projections.check import check_game

@@ -1,16 +1,9 @@
 """The consistency check of one game: its projected rows against a fold of its events through the engine.
 
-The projections are caches; the log is the truth. :func:`check_game` reads the game's stream (or takes the
-stream its caller has just read), folds it with the rules engine (:func:`service.rules.state.evolve`, the
-same code the command handler decides with) and compares, row by row, what ``hands``, ``tables``,
-``round_scores`` and ``match_scores`` say. The scores are compared with the *engine's* scoring
-(``State.scores`` and ``State.results``), which the projection does not use (it folds the scoring events by
-itself), so a disagreement between the two readings of the log shows up too.
-
-The projection may lag: the check folds the events up to the version the game's ``tables`` row says it
-reflects, and reports a game missing from the views only if the checkpoint is past its creation. All
-rows are read with one statement, so a projector batch committing meanwhile cannot make it see a mix. A
-stream read before them may end before the version they reflect: the events past its end are read then.
+:func:`check_game` folds the game's stream with :func:`service.rules.state.evolve` up to the version its
+``tables`` row reflects and compares ``hands``, ``tables``, ``round_scores`` and ``match_scores`` row by
+row, the scores against the engine's own scoring. docs/DESIGN.md ("Reads that wait, and the consistency
+check") says how it copes with lag and concurrent batches.
 """
 
 from __future__ import annotations

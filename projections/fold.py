@@ -1,17 +1,10 @@
 """Folding batches of events into game views in memory, and the table changes a batch amounts to.
 
-A :class:`Folder` keeps the committed :class:`~projections.views.GameView` of recently touched games
-(bounded, least recently used first out; finished games leave at once) and stages a batch on top of
-them: :meth:`Folder.apply` evolves the batch's games, :meth:`Folder.changes` says which rows that
-changes, and :meth:`Folder.commit` keeps the new views only once the batch's transaction has committed
-(:meth:`Folder.abort` forgets them otherwise), so memory never runs ahead of the tables.
-
-Why a cached view is trusted only at the right version: several projector processes may take turns at
-the same projection set, a rebuild may move the checkpoint, and a batch may fail after its views were
-computed. So a view is applied an event of version *v* only if it is at *v − 1*; anything else — no
-view at all after a restart, or a stale one — makes the caller re-fold the game from its stream up to
-*v − 1* (:meth:`Folder.seed`). Those events precede the batch in the global order, so they are exactly
-what the tables already reflect, and the batch's changes are computed against them.
+A :class:`Folder` keeps the committed views of recently touched games (bounded, least recently used first
+out) and stages a batch on them: :meth:`Folder.apply`, :meth:`Folder.changes`, then :meth:`Folder.commit`
+once the batch's transaction has committed (or :meth:`Folder.abort`). A view is applied an event of
+version *v* only at *v − 1*; otherwise the game is re-folded (:meth:`Folder.seed`). docs/DESIGN.md ("The
+read models as folds") says why.
 """
 
 from __future__ import annotations

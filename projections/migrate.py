@@ -1,27 +1,10 @@
 """The projections' schema migrations: ``migrations/*.sql`` of this package, applied in name order, once.
 
-The projection tables belong to this package, not to the event store: they are derived data that a
-rebuild may drop and recreate, and the store must not depend on them. They are migrated the same way as
-the store's schema (see :mod:`service.store.migrate` for the reasoning), with a ledger of their own:
-
-* every file ``NNNN_name.sql`` runs in its own transaction together with its row in
-  ``projection_migrations`` (name, SHA-256, time): applied completely or not at all;
-* concurrent migrators are serialised by a transaction-level advisory lock (a key of its own, so the
-  projections never wait for the store's migrator or the other way round);
-* an applied file that has changed since is a :class:`MigrationError`;
-* everything runs as the login user on a connection of its own; the service's restricted login only
-  checks that nothing is pending.
-
-:func:`apply_migrations` first brings the event store's schema up to date: the projection migrations
-grant the store's role ``uno_audit_app`` read access and the projector reads ``events``, so the store's
-schema must exist before this one.
-
-Then it keeps the read models' privileges (:func:`grant_read_models`): the service's login writes them
-through the role ``uno_audit_projector``, which may INSERT, UPDATE and DELETE the read-model tables and
-nothing else. Those grants are code rather than a migration file because the tables change under the
-files: a rebuild swaps in fresh tables (which carry no grants of their own), and a later migration may
-add a view. The read-model tables are, by this package's convention, the views (:data:`VIEW_NAMES`) and
-every ``projection_*`` table but the ledger, which the projector only reads.
+The same rules as :mod:`service.store.migrate`, with a ledger (``projection_migrations``) and an advisory
+lock key of their own. :func:`apply_migrations` first brings the event store's schema up to date, then
+:func:`grant_read_models` lets ``uno_audit_projector`` write the read-model tables (the views,
+:data:`VIEW_NAMES`, and every ``projection_*`` table but the ledger). docs/DESIGN.md ("Migrations and
+roles") says why the tables are this package's and why the grants are code.
 """
 
 from __future__ import annotations

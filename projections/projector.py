@@ -1,54 +1,10 @@
 """The checkpointed projector: the log's gap-free order in, view rows and checkpoint out, exactly once.
 
-One batch is one transaction on the projector's own connection:
-
-1. ``pg_advisory_xact_lock(LOCK_CLASS, hashtext(projection_set))`` — wait for the projection set;
-2. read the checkpoint (the ``(xid, position)`` cursor) from ``projection_checkpoints``;
-3. read up to ``batch_size`` events after it through the store's gap-free reader
-   (:data:`projections.source.READER`);
-4. fold them in memory (:class:`~projections.fold.Folder`), re-folding from its stream any game whose
-   view is missing or stale, and skipping the events of quarantined games;
-5. write the changed rows, record the games newly quarantined and move the checkpoint (guarded:
-   ``WHERE`` it is still where step 2 read it; :mod:`service.store.cursors`);
-6. commit — then, and only then, the folded views are kept in memory.
-
-**One game cannot stop the others.** A game whose events cannot be folded or whose rows the database
-refuses is quarantined in step 5 (:mod:`projections.quarantine`): its views stay folded up to the event
-before, its later events are skipped, the batch's other games are applied. A failure tied to no game
-makes :meth:`Projector.run` retry with a growing pause and record that it is failing; both show in
-:func:`~projections.quarantine.read_health`.
-
-**Exactly once.** Rows and checkpoint commit together or not at all, so a crash anywhere (between
-batches, in the middle of writing, during the commit) leaves the tables exactly at the checkpoint, and
-the next run continues from there. The in-memory views are only a cache: each is used only at the
-version just before the event being applied, otherwise re-folded from the log.
-
-**Several projectors.** Any number of processes may run a projector for the same set; the lock makes
-their batches take turns, and because each batch re-reads the checkpoint after taking the lock, none
-applies what another already did. Why a transaction-level advisory lock rather than ``SELECT ... FOR
-UPDATE`` on the checkpoint row, which would serialise just as well:
-
-* locking a row assigns the transaction an xid at once. The gap-free reading order makes every reader
-  of the log (this projector, the other followers, the verifier) wait for the *oldest running xid*, so
-  a batch holding an xid while it reads and folds would delay them all; the advisory lock needs no
-  xid, and the batch takes one only when it starts writing;
-* a transaction-level lock (unlike a session-level one) cannot outlive its batch: commit, rollback, a
-  cancelled task or a dropped connection all release it, and pooled connections cannot leak it;
-* a rebuild takes the same lock for its final swap only (see :mod:`projections.rebuild`), and waits at
-  most one batch for it.
-
-The guarded checkpoint ``UPDATE`` is the second line of defence: a writer that bypassed the lock would
-find the cursor moved, and its batch rolls back instead of applying events twice.
-
-**Following live.** :meth:`Projector.run` catches up, then waits for ``NOTIFY uno_events`` (the store's
-wake-up, through :class:`service.store.Listener`, which listens before catching up so nothing is
-missed) or a poll timeout: a notification may come before the event is readable below the horizon, and
-notifications are not guaranteed anyway, so the timeout is the fallback that bounds the delay. Live
-catch-ups start at most once per :data:`BATCH_INTERVAL`, so that commands arriving one by one are
-projected in batches rather than one transaction each.
-
-**Lag.** :meth:`Projector.lag` (and :func:`read_lag` for anyone with a connection) gives events behind
-and seconds behind the newest event, for the health service and metrics.
+One batch is one transaction: take the projection set's advisory lock, read the checkpoint, read events
+after it (:data:`projections.source.READER`), fold them, write the rows, quarantine what cannot be folded,
+move the checkpoint (guarded), commit. Several processes may project one set; :meth:`Projector.run`
+follows live, and :meth:`Projector.lag` says how far behind it is. docs/DESIGN.md ("The projector's
+batch") gives the steps and why a transaction-level advisory lock.
 """
 
 from __future__ import annotations

@@ -1,34 +1,10 @@
 """Games the read models cannot fold: set aside with the reason, reported, while every other game projects.
 
-One stored game must not be able to stop the read models of all the others. A projector that raised on
-a payload it cannot decode, an event the rules engine cannot apply (a tampered log), a hole in a
-stream's versions or a row the database refuses would fail the same batch forever, and every game
-behind it in the log would wait. So the projector and the rebuild *quarantine* such a game instead:
-
-* the failing game's row goes to ``projection_quarantine`` (game, the first version its views do not
-  reflect, the event's position, a one-word :class:`Cause`, the error bounded to
-  :data:`REASON_LIMIT` characters, the time) **in the batch's own transaction**, beside the checkpoint
-  move: the record commits exactly when the batch that skipped the game's events commits;
-* the game's views stay folded exactly up to the version before; its later events are skipped (the
-  checkpoint still moves past them), every other game of the batch is applied;
-* the health service reports the read models NOT_SERVING while anything is quarantined, and
-  ``GetProjectionLag`` names the games (:func:`read_health`).
-
-A failure tied to no game (the database away, a lock lost, a bug outside the fold) is not a quarantine:
-the projector cannot make progress, retries with a growing pause, and records *that* in its checkpoint
-row (:func:`record_failure`, cleared by the next batch that commits; :func:`read_health` reports it).
-
-**Lifting a quarantine.** A rebuild of all the views (``uno-audit rebuild``) folds every game again from
-its first event with an empty quarantine, and its swap replaces the set's quarantine by what it met
-itself, in the same transaction as the tables. A game fixed in the meantime (a newer build that reads
-its payloads, a log restored from a backup) is projected again; one that still fails is quarantined
-again. Nothing else lifts one: the live projector has moved past the game's later events, so only a
-fold from zero can put them back.
-
-Which database errors are a game's: those about the values written (SQLSTATE classes 22 data
-exception, 23 integrity constraint violation and 54 program limit exceeded, such as an index row too
-large), :data:`GAME_DATA_ERRORS`. The writer finds the game by writing the batch again one game at a
-time, each in a savepoint (:mod:`projections.writer`).
+A game whose payload does not decode, whose event the engine cannot apply, whose versions have a hole or
+whose rows the database refuses (:data:`GAME_DATA_ERRORS`) gets a row in ``projection_quarantine`` (a
+:class:`Cause`, the error cut to :data:`REASON_LIMIT`) in the batch's own transaction; its later events
+are skipped. A failure tied to no game is recorded instead (:func:`record_failure`); :func:`read_health`
+reports both. docs/DESIGN.md ("Projections") says how a quarantine is lifted.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Reads of the views for the gRPC layer, able to wait for a client's own write.
 
-A client that just appended (and got its game version, or the cursor of its last event) may ask to read
-*at least that*: ``min_version`` for a game's views, ``min_cursor`` for a tournament's standings. The
-read then waits, bounded (``timeout``, 2 s by default), for the projector to get there, and raises
-:class:`ProjectionLag` — carrying the projection's lag — if it does not. Without a minimum the read
-returns whatever is projected now (eventual consistency, the cheap default).
-
-Waiting polls with a short, growing interval (5 ms up to 100 ms): the rows are one primary-key lookup
-away, so a poll costs less than holding a LISTEN connection per waiting request, and the projector's
-batches commit every few milliseconds while it is busy.
-
-Each read is one SQL statement, so what it returns comes from one snapshot (a game's scores never mix
-two batches). Functions take the connection pool to read from: an ``AsyncConnectionPool`` or the
-service's :class:`~service.store.EventStore` (its pool; the projection tables are readable by the
-store's role ``uno_audit_app``).
+``min_version`` (a game's views) and ``min_cursor`` (a tournament's standings) make a read wait, bounded
+(``timeout``, 2 s by default), for the projector, else raise :class:`ProjectionLag`; without them it reads
+what is projected now. Each read is one statement, from an ``AsyncConnectionPool`` or an
+:class:`~service.store.EventStore`. docs/DESIGN.md ("Reads that wait, and the consistency check") says why
+it polls.
 """
 
 from __future__ import annotations

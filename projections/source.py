@@ -1,20 +1,9 @@
 """Reading the log for the projections: the store's gap-free reader, and events decoded once per payload.
 
-The projector reads through :class:`service.store.global_order.GlobalReader`, the same gap-free reader as
-:meth:`service.store.EventStore.read_all` (see :mod:`service.store.global_order` for why it never skips
-an event), with a select list of its own:
-
-* the read runs on the projector's own connection, inside the batch transaction that holds the
-  projection set's lock, right after the checkpoint is read there;
-* the payload comes as text (``payload::text``), not as a parsed ``jsonb`` value: the same few thousand
-  payloads recur millions of times (``Prompted`` to seat 2 for a play, ``CardPlayed`` of a red seven by
-  seat 1…), so :class:`Decoder` decodes each distinct text once and looks the rest up, which is most of
-  what makes a rebuild fast;
-* the tournament of ``GameCreated`` comes with it: from the event's metadata, or, for games written
-  before the metadata carried it, from the ``games`` catalogue (a lookup evaluated for that one event
-  type only).
-
-``tests/projections/test_projector.py`` checks that this reader returns exactly what ``read_all`` returns.
+:data:`READER` is a :class:`service.store.global_order.GlobalReader` with a select list of its own: the
+payload as text, decoded once per distinct text by :class:`Decoder`, and the tournament of
+``GameCreated``. ``tests/projections/test_projector.py`` checks it returns exactly what ``read_all``
+does. docs/DESIGN.md ("Reading and writing the views") says why.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The read models as pure folds: an initial value and ``evolve(view, event)``, and the rows each table gets.
 
-One fold per game, :class:`GameView`, feeds all six tables:
-
-* ``hands`` and ``tables`` come from the rules engine's own :class:`~service.rules.state.State`, evolved
-  with :func:`service.rules.state.evolve` (started by :func:`~service.rules.state.new_state` at
-  ``GameCreated``). Card movement is the engine's business; re-implementing it here would give a second,
-  subtly different answer to "who holds what", which is exactly what an audit must not have.
-* ``round_scores`` and ``match_scores`` are folded from the scoring events themselves (``RoundEnded``,
-  ``GameEnded``), independently of the engine's scoring, so :func:`projections.check.check_game` can
-  compare the two.
-* ``standings`` and ``player_stats`` are sums of per-game, per-seat counters (:data:`STAT_COLUMNS`)
-  grouped by (tournament, player) and by player. A sum over games is a monoid, so the projector keeps
-  them up to date by adding each batch's difference ``after − before`` of the games it touched
-  (:func:`stat_deltas`), which needs no other game's view and no read of the aggregate row.
-
-Why one fold for several tables: the engine's state is the expensive part (one ``evolve`` per event);
-folding it once per game and deriving four tables from it keeps a rebuild's cost at one engine step per
-event. The scoring counters ride along at a few tuple operations per scoring event.
-
-Everything here is pure (no I/O), so the projector, the rebuild and the consistency check share it.
+One fold per game, :class:`GameView`, feeds all six tables: ``hands`` and ``tables`` from the engine's own
+:class:`~service.rules.state.State`, ``round_scores`` and ``match_scores`` from the scoring events,
+``standings`` and ``player_stats`` as sums of per-game counters (:data:`STAT_COLUMNS`,
+:func:`stat_deltas`). Everything here is pure. docs/DESIGN.md ("The read models as folds") says why.
 """
 
 from __future__ import annotations

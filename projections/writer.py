@@ -1,24 +1,9 @@
 """Writing a batch's :class:`~projections.fold.Changes` to the view tables (live ones or a rebuild's).
 
-Per-game rows are upserted whole (``INSERT ... ON CONFLICT DO UPDATE``): a row says everything about its
-key, so writing it twice gives the same table. The aggregates (``standings``, ``player_stats``) are
-*added to*: ``ON CONFLICT DO UPDATE SET games = t.games + excluded.games …``, which is not idempotent on
-its own — it is exactly-once because the batch's rows and its checkpoint commit in one transaction
-under the projection set's lock (see :mod:`projections.projector`).
-
-Each table gets one ``executemany``, which psycopg sends in pipeline mode: one round trip per table
-whatever the number of rows, and the rows of a batch are only those of the games it touched.
-
-**Keys that fit any value.** The aggregates are keyed by free text (a player's name, a tournament id),
-and a btree entry holds at most about 2,700 bytes: one long name would make every batch fail. Their
-primary keys are the SHA-256 of that text instead (:func:`text_key`, the ``*_key`` columns); the text
-itself is an ordinary column.
-
-**A game's rows refused.** If the database refuses a batch's rows for their values
-(:data:`~projections.quarantine.GAME_DATA_ERRORS`), :func:`write_batch` writes the batch again one game
-at a time, each in a savepoint, so that only the games whose rows are refused are left out (and
-quarantined by the caller), and every other game of the batch is written. The first attempt is itself
-in a savepoint, so the usual case costs one more round trip per batch, not one per game.
+Per-game rows are upserted whole; the aggregates are added to, exactly once because rows and checkpoint
+commit together. One ``executemany`` per table; aggregates are keyed by :func:`text_key`. When the
+database refuses a game's rows, :func:`write_batch` writes the batch again one game at a time, in
+savepoints, so only that game is left out. docs/DESIGN.md ("Reading and writing the views") says why.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The audit application: verify, adjudicate, disputes, export and import over the event store.
 
-:class:`Auditor` is what the gRPC ``AuditService`` and the ``uno-audit`` command line both call. It reads
-a game's stream (and, being the adjudicator's tool, the game's secret seed), hands them to the pure
-verifier (:mod:`service.audit.stored_game`), and appends the audit trail's entries (disputes, rulings,
-seed reveals, imported records) to the game's stream like any other event: hash-chained, in one
-transaction each, idempotent by command id, never changing what is there.
-
-Refusals are :mod:`service.domain.errors` exceptions, which each caller maps once to its own error (a gRPC
-status, an exit status). Each names its cause in ``reason``, one name per cause, so that a client can
-act on it: the names are listed with AuditService in protos/uno/audit/v1/audit.proto (docs/API.md).
+:class:`Auditor` is what the gRPC ``AuditService`` and the ``uno-audit`` command line both call: it reads
+a game's stream (and secret seed), hands them to the pure verifier (:mod:`service.audit.stored_game`), and
+appends the audit trail's entries like any other event. Refusals are :mod:`service.domain.errors`
+exceptions, each naming its cause in ``reason`` (listed with AuditService in
+protos/uno/audit/v1/audit.proto, docs/API.md). docs/DESIGN.md ("The write loop").
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The command handler: load → decide → append, with a cache of recent game states.
 
-Each command is judged by the pure decider against the game's state and, if accepted, its events are
-appended in one transaction that names the version they were decided against. The handler keeps recent
-states in memory keyed by game (with their version and last chain hash), so a command costs one append
-and no reads, whatever the game's length. A cached state can be behind when several instances serve the
-same game; the store's version check then refuses the append, and the handler catches up (reads only
-the events after its cached version), decides again and retries. A rejection decided on a cached state
-is confirmed the same way before it is reported, so a stale cache never rejects a legal command. The
-loop itself is :meth:`service.app.runner.Writer.handle`, which the auditor's writes share: the handler is a
-writer that says how to load a game, decide a table command and answer with its outcome.
+A command is judged by the pure decider and its events appended in one transaction naming the version
+they were decided against. Recent states are cached by game, so a command costs one append and no reads;
+a stale cache is caught by the store's version check (catch up, decide again, retry), and a rejection is
+confirmed the same way. The loop is :meth:`service.app.runner.Writer.handle`. docs/DESIGN.md ("The write
+loop").
 """
 
 from __future__ import annotations

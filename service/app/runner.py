@@ -1,18 +1,11 @@
 """The application's two write protocols over the event store, written once for every writer.
 
-* :class:`Writer` — *load → decide → append → retry*: :meth:`Writer.handle` decides a command against
-  the stream as loaded and appends what it decided with an optimistic version check; when another writer
-  got there first, it loads again and decides again. A writer says only how to load a stream, decide a
-  command and answer: the command handler (table actions) and the auditor's writer (disputes, rulings, a
-  seed reveal) are both writers.
-* :func:`create_stream` — the idempotent creation of a new stream (a game, an imported record): its id
-  derived from the command id, and a retry of the same command id and request answered with the stream
-  it created.
+* :class:`Writer` — *load → decide → append → retry* (:meth:`Writer.handle`); the command handler and the
+  auditor's writer are both writers;
+* :func:`create_stream` — the idempotent creation of a new stream, its id derived from the command id.
 
-Both are transport-free: refusals are :mod:`service.domain.errors` exceptions. Idempotency rests on the
-store's command ledger: a command id is recorded, in its stream's ledger, with the hash of its request; the
-same id with the same request is answered with what it did the first time, the same id with another request
-is refused.
+Both are transport-free (refusals are :mod:`service.domain.errors` exceptions) and idempotent through the
+store's command ledger. docs/DESIGN.md ("The write loop").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """What the store keeps beside a game's events, checked against the hashed events: the command ledger and
 the catalogue row.
 
-From row hash version 2 on, each event's metadata names its command id and the request's SHA-256, and
-the chain covers both, with the time. A command's events are consecutive, so the rows of version 2 say
-the whole ledger row of each command: id, request hash, first and last version, time. :func:`check_ledger`
-compares that with the ``commands`` table and reports, as ``ledger`` findings, a row that is missing,
-one that is different, and one that is extra (no hashed events say it). Rows of version 1 hash no
-metadata, so their commands are checked only as before (events gone from the stream's end).
-:func:`check_catalogue` compares the game's catalogue row with its first event (variant, players) and,
-from version 2 on, its hashed metadata and time (tournament, client, creation time): ``catalogue``
-findings.
+:func:`check_ledger` compares the ``commands`` table with what the events of row hash version 2 say
+(``ledger`` findings); :func:`check_catalogue` compares the game's catalogue row with its first event and
+hashed metadata (``catalogue`` findings). docs/DESIGN.md ("A stored game, read and checked").
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """A stored game's stream, read back as the record it stands for.
 
-The verifier judges records (:mod:`service.records.verify`); a stored game becomes one here, so that a game
-the service ran, a game imported from a table and a record file are all judged by the same replay:
-
-* a game the service ran (*live*): its events are grouped by the command that wrote them (the
-  ``command_id`` of their metadata), each group is read back as the command it answered, and
-  :func:`service.records.export.record_from_steps` writes the record. The command is read from the
-  events, not from the metadata (which the chain covers only from row hash version 2 on). The verifier replays
-  the commands so read back as they are (:meth:`GameLog.commands`), judging each as its record line
-  would be judged, without writing the record;
-* an *imported* game: its :class:`~service.domain.entries.RecordLine` entries are the record's text.
-
-Either way :class:`GameLog` knows which position of the stream each record line stands for (a live
-line: its command's first event; an imported line: its own entry), so reports and rulings can point
-into the log. Audit entries (disputes, rulings, a revealed seed) are kept apart from the game.
-
-Every row is read once, through the one catalogue (:mod:`service.domain.catalogue`), row by row: a row it
-cannot read (an unknown type, a payload edited out of shape) is kept with the reason, not raised, so that
-a damaged log is still read as far as it goes and the verifier can say where it stops. (The catalogue's
-``split`` reads a whole stream but stops at the first such row, which would hide everything after it.)
+A game the service ran is read back command by command (grouped by ``command_id``, read from the events);
+an imported game's :class:`~service.domain.entries.RecordLine` entries are its text. Either way
+:class:`GameLog` knows which stream position each record line stands for, and keeps audit entries apart.
+Every row is read once, through the one catalogue; a row it cannot read is kept with the reason, not
+raised. docs/DESIGN.md ("A stored game, read and checked") says why.
 """
 
 from __future__ import annotations

@@ -1,25 +1,10 @@
 """The arbiter's replay: one self-contained HTML page to step through a game position by position.
 
-A chess arbiter looks at a board; an UNO arbiter gets the verifier's report as JSON or text. This page
-shows the table at every position of a record or a stored game — top card, active colour, direction,
-whose turn, every hand drawn as cards — with each violation, ruling and dispute at the position it
-belongs to (its rule id and its evidence: the hand, the matching cards, where the UNO window opened and
-closed), the hash chain and seed status, and the scores by round as an inline SVG chart.
-
-The tables come from the verifier's own replay (:class:`~service.records.verify.Replay`), which applies
-every line through the rules engine; :class:`_Recorder` only keeps the state it reached after each line,
-so the page shows exactly the table the report judged. The findings come from the typed report.
-
-Everything is pure: input the record (or a stored game's log) and the report, output one HTML string.
-The page needs no network: its CSS and script are inline, and the per-position data is one JSON blob in a
-``<script type="application/json">`` element that the script renders with ``textContent`` only, so that
-nothing from the record (names, claims, notes) is ever parsed as markup; the template escapes the rest.
-Its Content-Security-Policy allows that one script and its stylesheet, by hash, and loads nothing: markup
-that ever got past the escaping would still run no script and fetch nothing.
-
-``seat`` gives a seat's view: its own hand, the other hands as counts, every event and every piece of
-evidence through the service's one redaction (:func:`service.domain.visibility.redact`), as the seat's event
-stream would show them. Without it the page is the adjudicator's, who sees every card.
+The tables come from the verifier's own replay (:class:`~service.records.verify.Replay`) and the findings
+from the typed report. The page is pure and loads nothing: inline CSS and script allowed by hash in its
+Content-Security-Policy, and its data one JSON blob rendered with ``textContent`` only. ``seat`` gives a
+seat's view through :func:`service.domain.visibility.redact`; without it the page is the adjudicator's.
+docs/DESIGN.md ("The arbiter's replay page").
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """A game's stream read once for the verifier: each payload parsed once, with the bytes its hash covers.
 
-Verifying a stored game needs every payload twice: as a value, which the catalogue decodes into the game's
-events (the log, the replay, the read models' check), and as the canonical bytes its hash covers (the
-chain check). Read through :meth:`EventStore.read_stream <service.store.EventStore.read_stream>`, psycopg
-parses every payload and metadata with ``json.loads`` and the chain check writes every payload back with
-``json.dumps``: most of what verifying from the store cost beyond verifying a record file. Here the rows
-come as JSON text (:meth:`~service.store.streams.PostgresStreams.read_stream_text`) and
-:func:`service.store.canonical.load_canonical` makes both forms of each payload at once, exactly as the
-standard library would (the golden hashes do not move).
+The rows come as JSON text (:meth:`~service.store.streams.PostgresStreams.read_stream_text`) and
+:func:`service.store.canonical.load_canonical` makes both forms of each payload at once, the value and
+the canonical bytes, exactly as the standard library would. docs/DESIGN.md ("A stored game, read and
+checked") says why.
 """
 
 from __future__ import annotations

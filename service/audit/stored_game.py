@@ -1,24 +1,10 @@
 """Verify and adjudicate a stored game: the record verifier, pointed at the log.
 
 :func:`verify_game` gives a stored game's full report: what :func:`service.records.verify.verify_record`
-finds in the record the game stands for (violations, rulings, rounds, scores, the final table), every
-reference given as a position of the game's stream, plus
-
-* ``chain`` — the hash chain recomputed (:func:`service.audit.chain.check_chain`), the command ledger
-  checked against it (:func:`service.audit.ledger.check_ledger`), and an imported record's lines checked
-  against its fingerprint (:func:`service.audit.chain.check_import`);
-* ``seed`` — the commitment checked and every card re-derived from the seed (fair dealing);
-* ``replay`` — for a game the service ran, each command's stored events compared with what today's rules
-  engine makes of the same command, and the stored outcome with the replayed one (a rules fix shows
-  here); for an imported game, the outcome the verifier found at import;
-* ``projections`` — the read models' cross-check, when the caller ran it;
-* ``disputes`` — every dispute filed and its ruling.
-
-:func:`adjudicate` rules on one catch or challenge at a position: the one recorded there, whoever asks;
-only when the log holds none there, the one the caller describes, as attempted right after the position
-and never written down (a live game refuses an invalid catch; a dispute says it was attempted).
-
-Everything here is pure: the caller reads the stream (and the secret seed, if it may) and passes them in.
+finds, as positions of the stream, plus ``chain``, ``seed``, ``replay``, ``projections`` and
+``disputes``. :func:`adjudicate` rules on one catch or challenge at a position. Everything here is pure:
+the caller reads the stream (and the seed, if it may) and passes them in. docs/DESIGN.md ("A stored
+game, read and checked").
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """What a tournament's checkpoint is made of, read from the store: its finished games, in the order
 they finished, each as ``(game id, version of its GameEnded, head at that version)``.
 
-Only finished games are leaves, so the tree only ever grows at its end: a game in progress would change
-its leaf at every command, and a checkpoint of the tournament could not be proved consistent with a
-later one. A game's leaf is its head when it ended; audit entries appended later (disputes, rulings)
-are covered by the game's own receipts, not by the tournament's tree. Games end in the global order of
-their ``GameEnded`` events, which is how the leaves are ordered.
-
-Heads are recomputed from the events (:func:`service.checkpoints.receipts.recomputed_heads`) and must
-equal the stored chain: a game whose chain is broken is refused (``ChainBroken``) rather than signed.
-
-A tournament is known by its games: an id no game names is refused (``UnknownTournament``), so that a
-misspelt one is not signed as an empty tree. A tournament whose games are all in progress is an empty
-tree (size 0), which is true, and which every later checkpoint of it is consistent with.
+Heads are recomputed from the events and must equal the stored chain (``ChainBroken`` otherwise); a
+tournament no game names is ``UnknownTournament``. docs/DESIGN.md ("Merkle trees and tournaments") says
+why only finished games are leaves.
 """
 
 from __future__ import annotations

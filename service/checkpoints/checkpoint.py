@@ -1,22 +1,10 @@
 """Checkpoints (https://c2sp.org/tlog-checkpoint): a log's size and head, signed, and what a reader keeps.
 
-A checkpoint's note text is three lines and optional extension lines::
-
-    <origin>
-    <size, decimal, no leading zero>
-    <root hash, base64 of 32 bytes>
-
-For a game the *origin* is ``<service name>/game/<game id>``, the size is the game's version (how many
-events its stream holds) and the root hash is the head of its hash chain at that version: the ``hash``
-of event ``size`` (:func:`service.store.model.event_hash`), which depends on every event before it. The
-service signs it with its key, whose name is the service name; the player keeps the signed note, a
-:class:`Receipt`. Nobody, the service's operators included, can later show another history of that
-game up to that version without a new signature that contradicts the receipt.
-
-Witnesses make that contradiction visible: a witness checks the service's signature (and whatever
-else its policy says, such as consistency with what it saw before) and adds its own signature line to
-the same note (:func:`cosign`). A reader may demand, beside the service's signature, signatures by at
-least ``k`` of the witnesses it trusts (:func:`open_checkpoint`).
+A checkpoint's note text is three lines (origin, size, base64 root hash) and optional extension lines.
+For a game the origin is ``<service name>/game/<game id>``, the size its version and the root hash the
+``hash`` of event ``size``; the player keeps the signed note, a :class:`Receipt`. Witnesses add their
+signatures (:func:`cosign`), and a reader may demand ``k`` of them (:func:`open_checkpoint`).
+docs/DESIGN.md ("A game's checkpoint and its receipts").
 """
 
 from __future__ import annotations

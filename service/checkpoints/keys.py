@@ -1,16 +1,9 @@
 """Ed25519 keys for signed notes, in the encodings of the C2SP signed-note ecosystem.
 
-A key is known by its *name* and its 32-bit *key id*; the id is derived from the name and the public key
-(``SHA-256(name ‖ 0x0A ‖ 0x01 ‖ public key)[:4]``, C2SP signed-note "Ed25519 signatures"), so a new key
-under the same name gets a new id and old signatures still name the key that made them. The text forms
-are those of ``golang.org/x/mod/sumdb/note``, so that keys and notes made here work with the Go tools
-and with every other implementation that follows it:
-
-* verifier (public) key: ``<name>+<key id, 8 hex digits>+<base64(0x01 ‖ 32-byte public key)>``;
-* signer (private) key: ``PRIVATE+KEY+<name>+<key id>+<base64(0x01 ‖ 32-byte private seed)>``.
-
-The private form starts with ``PRIVATE+KEY`` so that nobody publishes it by mistake for the public one.
-The only I/O here is reading and writing key files (mode 0600) and reading one environment variable.
+A key is known by its name and its 32-bit key id, derived from the name and the public key. The text
+forms are ``golang.org/x/mod/sumdb/note``'s: ``<name>+<key id>+<base64 key>`` for the verifier key, and
+``PRIVATE+KEY+<name>+<key id>+<base64 seed>`` for the signer key. The only I/O here is reading and
+writing key files (mode 0600) and reading one environment variable. docs/DESIGN.md ("Notes and keys").
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """RFC 6962 / RFC 9162 Merkle trees: tree heads, inclusion proofs and consistency proofs.
 
-The hashing is exactly the RFC's, with SHA-256, so that anyone can check a proof with any Certificate
-Transparency or ``transparency-dev`` library and not only with this one:
-
-* the head of the empty tree is ``SHA-256()``;
-* a leaf hashes as ``SHA-256(0x00 ‖ leaf)`` and an inner node as ``SHA-256(0x01 ‖ left ‖ right)`` (the
-  prefixes keep a leaf from passing for a node);
-* a tree of ``n > 1`` leaves splits at ``k``, the largest power of two smaller than ``n`` (not at the
-  middle): ``MTH(D[n]) = SHA-256(0x01 ‖ MTH(D[0:k]) ‖ MTH(D[k:n]))``.
-
-An inclusion proof shows that a leaf is in a tree of a given size and head; a consistency proof shows
-that a tree of size ``m`` is a prefix of a tree of size ``n`` (nothing of the first was changed or
-removed, only leaves appended). The proofs are generated as RFC 9162 §2.1.3.1 and §2.1.4.1 define them
-and verified by the algorithms of §2.1.3.2 and §2.1.4.2, step by step; :class:`ProofError` says which
-check failed.
-
-A proof binds a leaf (or an older head) to a *pair*, size and head, as a signed checkpoint states them
-together: given a size from elsewhere, the verifier cannot always tell (the proof of leaf 0 in a tree
-of 4 also passes for "size 3" with the same head: the verifier is handed the hashes of subtrees, not
-what is under them, so the hash of two leaves can stand where one leaf's would). Take both from one
-verified checkpoint. Everything is in memory: the trees here are a tournament's games,
-not a public log's billions of entries.
+The hashing is exactly the RFC's, with SHA-256, so any Certificate Transparency library can check a proof.
+Proofs are generated and verified as RFC 9162 §2.1.3 and §2.1.4 define them; :class:`ProofError` says
+which check failed. A proof binds a leaf to a size and head taken together: take both from one verified
+checkpoint. docs/DESIGN.md ("Merkle trees and tournaments") says why.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """C2SP signed notes (https://c2sp.org/signed-note): a text, a blank line, one signature line per key.
 
-::
-
-    <text, one or more lines, each ending in a newline>
-    <blank line>
-    — <key name> <base64(4-byte key id ‖ signature)>
-    — <another key name> <…>
-
-The format is that of ``golang.org/x/mod/sumdb/note`` (the Go checksum database's), so notes made here
-open with the Go package and with every other implementation of the specification, and the other way
-round; ``tests/checkpoints`` checks it against the Go package's own known answer. What a signature
-covers is the text exactly as it stands, final newline included, separating blank line excluded; so a
-note must round-trip byte for byte: :func:`parse_note` then :meth:`Note.format` gives back the bytes it
-was given, or :func:`parse_note` refused them.
-
-Everything a note may hold is bounded (:data:`MAX_NOTE_BYTES`, :data:`MAX_LINE_BYTES`,
-:data:`MAX_SIGNATURES`), so that a note from anyone costs a bounded amount to read; anything malformed is
-:class:`NoteError`. Signatures by keys the reader does not know are kept, as the specification requires
-(they may be a rotated key, or a witness), but prove nothing: :func:`open_note` lists them apart.
+The format is ``golang.org/x/mod/sumdb/note``'s, so notes open with the Go package and the other way
+round. A note round-trips byte for byte (:func:`parse_note`, :meth:`Note.format`), is bounded
+(:data:`MAX_NOTE_BYTES`, :data:`MAX_LINE_BYTES`, :data:`MAX_SIGNATURES`), and is a :class:`NoteError` when
+malformed; :func:`open_note` lists signatures by unknown keys apart. docs/DESIGN.md ("Notes and keys").
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Checking a game's receipts against its log: was the history a player was signed rewritten since?
 
-A receipt says "game ``G`` had, at version ``v``, head ``h``" under the service's signature
-(:mod:`.checkpoint`). Checking it against a stored log (or a copy of one) means: the signature verifies
-with a published key, the checkpoint is this game's, the log reaches version ``v``, and the chain
-*recomputed from the events themselves* (:func:`service.store.model.event_hash` from the genesis hash,
-each row by its hash version: its metadata and time too from version 2 on) has
-head ``h`` at ``v``. The stored ``hash`` column is not trusted: whoever rewrites a game can rewrite it
-too, and the point of a receipt is that they cannot rewrite the signature with it.
-
-Any change to an event at or before ``v`` — with every later hash recomputed, so that the chain alone is
-"intact" — changes the recomputed head at ``v`` and is reported at that receipt. A change after ``v`` is
-outside what the receipt covers; a later receipt covers it.
+A receipt ("game ``G`` had, at version ``v``, head ``h``") holds if its signature verifies with a published
+key, it is this game's, the log reaches ``v``, and the chain recomputed from the events (not the stored
+``hash`` column) has head ``h`` at ``v``. docs/DESIGN.md ("A game's checkpoint and its receipts") says
+what a receipt covers.
 """
 
 from __future__ import annotations

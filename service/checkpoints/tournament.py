@@ -1,21 +1,9 @@
 """A tournament's games in one Merkle tree, its signed checkpoint, and the proof that a game is in it.
 
-Each leaf is one game's head: its id, its version and the hash of its event at that version (the head
-of the game's hash chain). The leaf bytes are one fixed encoding, so that anyone can recompute them::
-
-    leaf = len(game id) ‖ game id ‖ version ‖ head hash
-
-with the game id in UTF-8 (1 to :data:`MAX_GAME_ID_BYTES` bytes) preceded by its length as a 2-byte
-big-endian number, the version as an 8-byte big-endian number, and the 32-byte head hash: every field
-has a fixed size or a length in front, so two different games can never encode to the same bytes.
-
-The leaves are in the order the games were added to the tournament (the caller's order): a tree only
-grows at its end, so a later checkpoint of the tournament is provably an extension of an earlier one
-(:func:`~service.checkpoints.merkle.verify_consistency`). A game is in a tree at most once.
-
-The tournament's checkpoint has the origin ``<service name>/tournament/<tournament id>``, the number of
-leaves as its size and the tree head as its root hash; a player proves that the game of their receipt
-counted in the tournament with the leaf's index and inclusion proof (:func:`verify_game_in_tournament`).
+Each leaf is one game's head, ``len(game id) ‖ game id ‖ version ‖ head hash`` (UTF-8 id of 1 to
+:data:`MAX_GAME_ID_BYTES` bytes after a 2-byte length, an 8-byte version, the 32-byte hash), in the order
+the games were added. The origin is ``<service name>/tournament/<tournament id>``; a player proves a game
+counted with :func:`verify_game_in_tournament`. docs/DESIGN.md ("Merkle trees and tournaments").
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """The one catalogue of stored types: every game event and audit entry a stream may hold, registered once.
 
-A game's stream holds two kinds of rows: the game's own events (:mod:`service.rules.events`), which the
-rules engine folds, and audit entries (:mod:`service.domain.entries`: disputes, rulings, a revealed seed,
-an imported record), which it does not. Every consumer — the command handler, the read models, their
-check, the stored-game reader, the redaction — asks this module what a row is and decodes it here, with
-the one decoder of :mod:`service.domain.codec`.
-
-**Schema versions.** The log must still verify years after it was written, so a stored type's shape may
-change only by a new *version*: its :class:`StoredType` names the current version and one *upcaster* per
-older version, a pure function from a payload of version *k* to one of version *k + 1*. A row written at
-version 1 carries no version mark (every row stored before versions existed is a version 1 row); a row of
-a later version carries :data:`VERSION_KEY`. Decoding a row runs the upcasters from its version up to the
-current one, then decodes the payload into today's class. The stored payload itself is never rewritten
-(the log is append-only and the hash chain covers it as stored). A row of a version newer than this code
-knows, or of a type it does not know, is refused (:class:`CatalogueError`), never guessed at.
-
-A field added with a default needs no new version (:func:`service.domain.codec.required_fields`: a payload
-written before the field existed decodes as the default); renaming, removing or retyping a field, or
-adding one without a default, does.
+Every consumer (the command handler, the read models, their check, the stored-game reader, the redaction)
+decodes a row here, with the one decoder of :mod:`service.domain.codec`. A stored type changes shape only
+by a new schema version: its :class:`StoredType` names the current one and an upcaster per older version;
+a row of version 2 on carries :data:`VERSION_KEY`. A row of an unknown type or a newer version is refused
+(:class:`CatalogueError`). docs/DESIGN.md ("Stored types and their versions") says why and when a field
+needs a new version.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Domain values as plain JSON values, and back: the one value codec of stored rows and wire payloads.
 
-Cards become their tokens (``"R7"``), enums their values (``"wd4.accept"``, ``"R"``), options their JSON
-object, bytes lowercase hex; tuples become lists. The shape of every payload therefore follows its
-dataclass's fields one to one (see ``service/rules/events.py``, ``service/domain/entries.py``), which keeps
-the log readable with plain SQL. :func:`decoder` reads such a payload back into its dataclass, driven by
-the type hints. Which stored name is which dataclass, and at which schema version, is
-:mod:`service.domain.catalogue`'s to say.
-
-The byte form the store hashes into its chain is :mod:`service.store.canonical`'s.
+Cards become their tokens (``"R7"``), enums their values, options their JSON object, bytes lowercase hex,
+tuples lists, so a payload follows its dataclass's fields one to one; :func:`decoder` reads it back,
+driven by the type hints. Which stored name is which dataclass is :mod:`service.domain.catalogue`'s to
+say; the bytes the store hashes are :mod:`service.store.canonical`'s. docs/DESIGN.md ("Stored types and
+their versions").
 """
 
 from __future__ import annotations

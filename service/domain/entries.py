@@ -1,24 +1,10 @@
 """Audit entries: what the audit trail adds to a game's stream besides the game's own events.
 
-They are stored like any event (hash-chained, append-only, in the game's stream, so a filing or a ruling
-is as tamper-evident as a play), but the rules engine does not know them: the command handler, the read
-models and the verifier's replay step over them. :mod:`service.domain.catalogue` registers them (group
-``AUDIT``), encodes and decodes them.
-
-* :class:`DisputeFiled` — a seated player disputes an UNO catch or a Wild Draw Four challenge at a
-  position of the log; :class:`DisputeRuled` — the adjudicator's ruling on it, with the verdict, the rule
-  and the evidence the verifier found.
-* :class:`SeedRevealed` — the adjudicator saw the secret dealing seed of a game still in progress (the
-  seed itself is not written: everyone can read the log while the game goes on).
-* :class:`RecordImported` and :class:`RecordLine` — a game played at a table, stored as the record it was
-  written down as: the header facts and the hash of the text, then every physical line of it, verbatim,
-  one event each (so line *n* is at position *n* + 1, and the export gives back the same bytes).
-
-Payloads are plain JSON objects of the fields below (no floats: ``jsonb`` must give back what was hashed).
-A field added to an entry later gets a default, and a stored payload written before it existed lacks it:
-the catalogue reads such a field as its default (:func:`service.domain.codec.required_fields`), so the games
-already stored keep decoding (and their hash chain covers their payloads as stored); any other change of
-shape is a new schema version with an upcaster (:mod:`service.domain.catalogue`).
+:class:`DisputeFiled` and :class:`DisputeRuled` (a dispute and its ruling), :class:`SeedRevealed` (the
+adjudicator saw a game's seed in progress), :class:`RecordImported` and :class:`RecordLine` (a table's
+record, line by line, verbatim). They are hash-chained like any event, but the rules engine does not know
+them; :mod:`service.domain.catalogue` registers them (group ``AUDIT``). Payloads are plain JSON (no
+floats); a field added later gets a default. docs/DESIGN.md ("Stored types and their versions").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Every bound on what a client may send, in one place, and the checks that enforce them.
 
-A request is checked against these before anything is decided or stored, and a value out of bounds is
-:class:`~service.domain.errors.InvalidInput` naming its field (INVALID_ARGUMENT with ``google.rpc.BadRequest``
-over gRPC). The proto comments and the README's "Limits" table state the same numbers; the gRPC server's
-message size limits are derived from them, so a request the documented limits allow is never refused by
-the transport, and a larger one is.
-
-Why each bound: ids and names end up in keys, log lines and replies to other callers, so they are short
-and printable (no control or format characters, which would also let a name hide or reorder text in an
-arbiter's view); free text (claims, notes) may span lines but nothing else invisible; lists a client
-sends (players, a fixed deck, option keys) are as long as a real table needs and no longer.
+A request is checked against these before anything is decided or stored; a value out of bounds is
+:class:`~service.domain.errors.InvalidInput` naming its field. The proto comments and the README's
+"Limits" table state the same numbers, and the gRPC server's message size limits are derived from them.
+docs/DESIGN.md ("Bounds on what a client sends") says why each bound.
 """
 
 from __future__ import annotations

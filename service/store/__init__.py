@@ -1,17 +1,10 @@
 """The event store: append-only, hash-chained game streams with a gap-free global order, and the catalogue.
 
-* :mod:`service.store.interface` — the abstract :class:`Store` (a Protocol): the generic
-  :class:`StreamStore` and the :class:`GameCatalogue`, joined by ``create_game``;
-* :mod:`service.store.model` — the values every implementation shares, and the hash chain;
-* :mod:`service.store.store` — :class:`EventStore`, the PostgreSQL store the service runs on, composed of
-  :mod:`service.store.streams` and :mod:`service.store.games`; :mod:`service.store.group_commit` sends the
-  appends that wait at the same time together;
-* :mod:`service.store.global_order` and :mod:`service.store.cursors` — PostgreSQL's gap-free reader
-  and its followers' checkpoints, shared with the projector;
-* :mod:`service.store.memory` — :class:`MemoryStore`, the same contract in memory;
-* :mod:`service.store.migrate` — the schema's migrations.
-
-See ``docs/DESIGN.md`` ("The event store") for why.
+:mod:`~service.store.interface` holds the abstract :class:`Store`; :mod:`~service.store.store` the
+PostgreSQL :class:`EventStore` (over ``streams``, ``games``, ``group_commit``, ``global_order`` and
+``cursors``); :mod:`~service.store.memory` the same contract in memory; :mod:`~service.store.model` the
+values and hash chain both share; :mod:`~service.store.migrate` the schema. docs/DESIGN.md ("The layers",
+"The event store") lists each module and says why.
 """
 
 from service.store.errors import (

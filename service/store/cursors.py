@@ -1,13 +1,9 @@
 """Followers' checkpoints: where each follower of the global order stands, the one place its SQL is written.
 
-A follower (the projector and a rebuild, for each projection set) keeps its cursor in
-``projection_checkpoints`` (created with the read models by ``projections/migrations``: a checkpoint must
-live in the database its follower writes to, so that the two commit together). Every function here runs
-on the caller's connection and inside the caller's transaction: moving a checkpoint commits with the rows
-the follower wrote for the events it moved past, which is what makes following exactly-once.
-
-The move is guarded (``WHERE`` the checkpoint is still where the caller read it): a follower that
-bypassed the follower's lock finds it moved and must roll back instead of applying events twice.
+A checkpoint lives in ``projection_checkpoints``, in the database its follower writes to. Every function
+runs on the caller's connection and transaction, so a move commits with the follower's own rows, and a
+move is guarded (``WHERE`` it is still where the caller read it). docs/DESIGN.md ("Followers'
+checkpoints") says why this makes following exactly-once.
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """The gap-free global order of PostgreSQL's log: the one place its SQL is written.
 
-Why not simply ``WHERE position > last ORDER BY position``: ``position`` comes from a sequence when the
-row is inserted, but rows become visible when their transaction *commits*, and transactions commit in
-any order. If transaction A takes position 10 and B takes 11, and B commits first, a reader can see 11
-while 10 is still invisible; it moves its cursor to 11, and when A commits, 10 is below the cursor and
-is never read. Under concurrent writers that skip is routine, and a projector or auditor following the
-log silently loses events.
-
-The order used here is ``(xid, position)``, where ``xid`` is the id of the writing transaction (set by
-the insert trigger, never by the client), and only rows with ``xid < pg_snapshot_xmin(
-pg_current_snapshot())`` are read. Every transaction with an id below that horizon has finished
-(committed or rolled back), so the set of rows below it is final, and every transaction that commits
-later has an id at or above the horizon, so its rows sort after any cursor handed out. Hence no event is
-ever skipped, none is read twice, and each game's events come in version order (the insert trigger
-ensures a later version is written by a younger transaction). The price is latency: an event waits
-until every older transaction (in the whole cluster) has finished, so keep transactions short
-(``idle_in_transaction_session_timeout`` helps against stragglers). On a distributed PostgreSQL the
-horizon and the transaction ids are each node's own: see ``docs/DESIGN.md`` ("The event store").
-
-Readers differ only in what they select, so a :class:`GlobalReader` is made from a select list over
-``events e``: the store's ``read_all`` (whole rows), the projector's batches and the rebuild's bulk COPY
-(the payload as text, decoded once per distinct text), the benchmark's read ceiling. Every read runs on
-a connection the caller gives, so the projector reads inside its batch transaction.
+Rows are read in ``(xid, position)`` order and only below ``pg_snapshot_xmin(pg_current_snapshot())``, so
+no event is skipped or read twice. A :class:`GlobalReader` is made from a select list over ``events e``
+(``read_all``, the projector's batches, the rebuild's COPY, the benchmark) and reads on a connection its
+caller gives. docs/DESIGN.md ("The gap-free global order") says why a sequence alone skips events.
 """
 
 from __future__ import annotations

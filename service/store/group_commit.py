@@ -1,39 +1,10 @@
 """Group commit: appends that wait at the same time go to PostgreSQL together, in one statement.
 
-Why: an append is one short transaction, and what it costs is mostly fixed — a round trip, a statement
-to run, a commit and its WAL flush (``fsync``). Under load many appends for *different* games wait at
-once; sending them one transaction each pays the fixed cost once per command (and, past the pool's size,
-queues them for a connection anyway). Here they are sent as one statement, so the fixed cost is paid
-once per group.
-
-How (:class:`GroupCommit`): a command that arrives when nothing is in flight is written at once by its
-caller, alone, in one round trip (the single-command statement, which is cheaper than a group's). One
-that arrives while a command or a group is in flight is queued, and its caller waits for its own
-outcome. When the write in flight ends, one flusher task per store takes what is queued (at most
-``max_batch`` commands, at most one per game) and sends it as :data:`BATCH_APPEND` on a pooled
-connection; appends that arrive meanwhile wait for the next group. There is no timer: grouping only
-ever happens to commands that would have waited anyway.
-
-Each command keeps its own semantics inside the group, because the statement decides per command, from
-what the database holds, whether to write it (``checked``):
-
-* its command id recorded before (same game), in the ledger or on events: nothing is written for it, and
-  it is settled alone, where its ledger row is checked against its events (its first result,
-  :class:`~service.store.CommandReused` for another request, or :class:`~service.store.LedgerMismatch`);
-* otherwise it is written only if its game's last stored version is the version it expects and that
-  version's hash is its ``prev_hash``; else it fails alone with :class:`~service.store.VersionConflict`,
-  :class:`~service.store.GameNotFound` (no events: no game) or a :class:`~service.store.StoreError`
-  (wrong ``prev_hash``), as a single append would.
-
-The others are written in the same statement, hence committed together, atomically: a lost connection
-leaves all of the group or none of it (and a retry of a command whose reply was lost is a duplicate).
-The insert trigger and the constraints still check every row: the checks above only keep a command that
-would fail them out of the group, so that it fails alone. What they cannot see is another transaction
-committing to the same game after the statement's snapshot was taken (another instance of the service,
-a creation): the database then refuses the row and with it the whole statement, and every command of
-that group is sent again alone, through the single-command statement, which settles each one exactly as
-without group commit. A group holds one command per game because all of the statement's checks see the
-same snapshot: a second command for a game waits for the next group, where it sees the first.
+:class:`GroupCommit`: a command that arrives when nothing is in flight is written at once, alone; one that
+arrives while a write is in flight is queued, and one flusher per store sends what is queued (at most
+``max_batch`` commands, one per game) as :data:`BATCH_APPEND`. Each command keeps its own version check,
+ledger and outcome; a group the database refuses is sent again one command at a time. docs/DESIGN.md
+("Group commit") gives the reasoning and each command's semantics inside a group.
 """
 
 from __future__ import annotations

@@ -1,27 +1,11 @@
 """The abstract store: what the application core may ask of the log and of the game catalogue.
 
-A :class:`typing.Protocol` rather than an abstract base class, because a caller should depend on the
-behaviour, not on a class tree: anything with these methods will do (a test double too). The two
-implementations, :class:`~service.store.EventStore` (PostgreSQL) and :class:`~service.store.MemoryStore`
-(one process, no database), name the protocol as a base all the same, so that mypy checks their
-signatures against it; they share no code through it (they share :mod:`service.store.model` instead).
-``tests/store/test_contract.py`` runs one suite of tests against both, so "satisfies" means the same
-versions, idempotency, hash chain, gap-free order and wake-ups, not just the same signatures.
-
-It comes in two halves, one purpose each:
-
-* :class:`StreamStore`, the generic stream store: append with a version check, the idempotent command
-  ledger, a stream read, the gap-free global read and wake-ups. It knows streams, versions and command
-  ids; nothing of games beyond the stream id (``game_id``).
-* :class:`GameCatalogue`: games, their seats' token hashes, their secret seeds, listing, and the audit
-  trail's dispute lookups.
-
-:class:`Store` joins them with the one operation that spans both, :meth:`Store.create_game`: a game's
-catalogue rows and its first events are written in one unit of work, all or nothing.
-
-What is deliberately not here: the PostgreSQL-only surface (opening a pool, migrations, a raw
-connection for the read models, checkpoints that commit with a follower's own tables). The projector
-writes PostgreSQL tables and so reads PostgreSQL's log directly (:mod:`service.store.global_order`).
+:class:`Store` (a :class:`typing.Protocol`) joins :class:`StreamStore` (append with a version check, the
+command ledger, stream and global reads, wake-ups) and :class:`GameCatalogue` (games, seats' token hashes,
+secret seeds, listing, dispute lookups) with :meth:`Store.create_game`, all or nothing.
+:class:`~service.store.EventStore` and :class:`~service.store.MemoryStore` implement it, and
+``tests/store/test_contract.py`` runs one suite on both. docs/DESIGN.md ("The abstract store") says why a
+Protocol, and what is left out of it.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The store in one process's memory: the same contract as PostgreSQL's, for code that needs no database.
 
-:class:`MemoryStore` is a real implementation of :class:`~service.store.Store`, not a mock: versions and
-conflicts, the command ledger (retries, an id reused for another game or request), the hash chain
-(computed by :mod:`service.store.model`, as for PostgreSQL), the gap-free global order and wake-ups all
-behave as ``tests/store/test_contract.py`` demands of both stores. It lets the command handler and the
-audit code be tested without a server; it is no place to keep games (nothing survives the process).
-
-Every operation first yields to the event loop once (as a round trip to a server would), then runs to
-its end without awaiting anything, so on one event loop each is atomic: an append is a transaction
-that commits at once, which is why reading in append order is already the
-gap-free order (no append is ever seen before an earlier one). Each append gets the next transaction
-id; each event the next position. Payloads and metadata are copied through JSON when stored, so the
-stored form is what ``jsonb`` would give back and a caller's later changes to its dicts cannot reach it;
-the events handed back by reads are the stored objects themselves, not to be modified.
+:class:`MemoryStore` is a real implementation of :class:`~service.store.Store`, not a mock, held to the
+same contract tests; it lets the command handler and the audit code be tested without a server, and keeps
+nothing past the process. Events handed back by reads are the stored objects: not to be modified.
+docs/DESIGN.md ("The in-memory store") says how each operation stays atomic and the order gap-free.
 """
 
 from __future__ import annotations

@@ -1,37 +1,10 @@
 """Schema migrations: the plain SQL files in ``migrations/``, applied in name order, each exactly once.
 
-Why plain SQL and this little runner rather than a migration framework: the schema is the part of the
-audit trail an arbiter reads with ``psql``, so it should be readable as it is, and the rules that matter
-here are few and easy to state:
-
-* every file ``NNNN_name.sql`` runs in its own transaction, together with its row in the ledger
-  (``schema_migrations`` for the store; the read models keep their own, see :class:`Ledger`: name,
-  SHA-256 of the file, time), so a migration is applied completely or not
-  at all, and a crash between two files leaves a consistent, resumable state;
-* migrators that run at the same moment (several service instances starting, or ``migrate`` called twice
-  concurrently) are serialised by ``pg_advisory_xact_lock`` taken first in each of those transactions:
-  the second one waits, then sees the row of the first and skips the file. The lock is held by the
-  transaction, so it cannot leak past a failed migration;
-* a file that was applied and has since changed is an error (:class:`MigrationError`), not silently
-  ignored: an applied migration is history, changes belong in a new file;
-* migrations run as the owner's login (the tables' owner, or a superuser) on a connection of their own;
-  the service's own login may not create or alter anything, so for it :func:`apply_migrations` only
-  checks, without a lock, that every file is applied, and a pending one is :class:`SchemaNotCurrent`.
-
-The roles. Three, because a ``SET ROLE`` taken by a more powerful login can be undone by ``RESET ROLE``,
-so the service must *log in* as a restricted role rather than switch to one:
-
-* ``uno_audit_app`` (NOLOGIN, migration 0001): SELECT and INSERT on the store's tables, SELECT on the
-  read models: everything the API does;
-* ``uno_audit_projector`` (NOLOGIN, migration 0004): SELECT on the log it folds, and INSERT, UPDATE and
-  DELETE on the read models only (:mod:`projections.migrate` grants those);
-* ``uno_audit_service`` (LOGIN, :func:`ensure_service_login`, run by ``uno-audit migrate``): a member of
-  both and nothing more. Roles are cluster-wide and its password is a deployment's, so it is made by
-  code, not by a migration file.
-
-:func:`check_service_login` is what ``uno-audit serve`` asks before serving: a login that is a
-superuser, may change or drop the events, may create in the schema or may ``SET ROLE`` to a role that
-can, is refused.
+Each file runs in its own transaction with its ledger row (``schema_migrations``), serialised by an
+advisory lock; an applied file that changed is a :class:`MigrationError`. The owner's login migrates; the
+service's login only checks (:class:`SchemaNotCurrent`). :func:`ensure_service_login` makes the service's
+login role and :func:`check_service_login` refuses one too powerful. docs/DESIGN.md ("Migrations and
+roles") gives the reasoning and the three roles.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The PostgreSQL store: the stream store and the game catalogue over one pool, joined in one unit of work.
 
-:class:`EventStore` is the facade the service uses: it opens the pool (connections as the login of its
-URL: for the service, the restricted ``uno_audit_service``, see :mod:`service.store.migrate`), runs the
-migrations, and is both halves of the abstract
-:class:`~service.store.Store` at once — :class:`~service.store.streams.PostgresStreams` (append, ledger,
-reads, wake-ups) and :class:`~service.store.games.PostgresGames` (games, seats, seeds, disputes) share
-its pool — plus :meth:`EventStore.create_game`, the one operation that writes both: a game's catalogue
-rows and its first events in one statement, hence one transaction.
-
-Payloads and metadata are stored as ``jsonb``, readable with plain SQL
-(``SELECT version, type, payload FROM events WHERE game_id = '…' ORDER BY version``).
+:class:`EventStore` is the facade the service uses: it opens the pool, runs the migrations, and is both
+halves of :class:`~service.store.Store` (:class:`~service.store.streams.PostgresStreams` and
+:class:`~service.store.games.PostgresGames` share its pool), plus :meth:`EventStore.create_game`: a game's
+catalogue rows and first events in one statement. Payloads are ``jsonb``, readable with plain SQL.
+docs/DESIGN.md ("The abstract store") has more.
 """
 
 from __future__ import annotations

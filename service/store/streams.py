@@ -1,36 +1,11 @@
 """The generic stream store on PostgreSQL: append with a version check, the command ledger, reads, wake-ups.
 
-What it guarantees, and where each guarantee lives:
-
-* **One statement per command, or per group of commands.** :meth:`PostgresStreams.append` writes the
-  command's ledger row, all its events and the wake-up notification with one prepared statement
-  (data-modifying CTEs, the events as one jsonb array), which is atomic by itself: one round trip whatever
-  the number of events. With group commit (the default, :mod:`service.store.group_commit`), commands of
-  different games that wait at the same time share one such statement, hence one round trip and one
-  commit, each still written all or nothing and settled on its own; a command alone is sent as before.
-* **Optimistic concurrency.** The key ``(game_id, version)``: of two appends expecting the same version
-  exactly one commits; the other gets :class:`VersionConflict` with the version it lost to. A trigger
-  also insists that version *n* follows a stored version *n − 1* whose hash is the new row's
-  ``prev_hash``, and that a version 1 belongs to a catalogued game, so streams have no holes and the
-  chain cannot fork even if a caller's cached hash is wrong.
-* **Idempotency.** Every command carries a client-chosen id, unique within its game. The statement writes
-  the command's ledger row in ``commands`` (key ``(game_id, command_id)``: request hash, versions) and its
-  events only if that row is new; so a retried command finds its row and gets the first result back
-  (``duplicate=True``) while nothing is appended, and the same id with another request is
-  :class:`CommandReused`. The ledger lives with its game's events, under a key that carries ``game_id``
-  like every other key of the store (``deploy/citus.sql``): a retried creation is recognised because the
-  application derives a new game's id from its command id (:func:`service.app.runner.create_stream`).
-* **Immutability.** Triggers reject UPDATE, DELETE and TRUNCATE of ``events`` and ``commands`` for
-  everyone, and the pool's connections run as the role ``uno_audit_app``, which may only SELECT and
-  INSERT (see ``migrations/``).
-* **Gap-free global order.** :meth:`PostgresStreams.read_all` reads through
-  :mod:`service.store.global_order`, the same reader the projector uses.
-* **Wake-ups.** Appends ``NOTIFY uno_events`` with the game id; :meth:`PostgresStreams.listen` delivers
-  them.
-
-Streams are started only together with their game's catalogue rows (:meth:`EventStore.create_game
-<service.store.EventStore.create_game>`), which composes :func:`write_statement` with the catalogue's
-inserts into one statement.
+:meth:`PostgresStreams.append` writes a command's ledger row, events and wake-up in one prepared statement;
+``(game_id, version)`` and a trigger keep versions without holes and the chain unforked
+(:class:`VersionConflict`); a retried command id gets its first result (:class:`CommandReused` for another
+request); triggers refuse UPDATE, DELETE and TRUNCATE. :func:`write_statement` is what
+``EventStore.create_game`` composes with the catalogue's inserts. docs/DESIGN.md ("One statement per
+command") says where each guarantee lives.
 """
 
 from __future__ import annotations
