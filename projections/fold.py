@@ -18,7 +18,7 @@ from projections.views import (
     ENGINE_VIEWS,
     SCORING_EVENTS,
     VIEW_NAMES,
-    GameView,
+    GameFold,
     HandRow,
     MatchRow,
     RoundRow,
@@ -59,9 +59,9 @@ class Changes:
         )
 
 
-def _materialise(slot: list[Any]) -> GameView:
+def _materialise(slot: list[Any]) -> GameFold:
     """The slot's view at the slot's version (see :class:`Folder`)."""
-    view: GameView = slot[0]
+    view: GameFold = slot[0]
     if view.version != slot[2]:
         view = slot[0] = view._replace(version=slot[2], state=slot[1])
     return view
@@ -79,7 +79,7 @@ class Folder:
     """Game views in memory, a batch at a time. See the module docstring for the protocol.
 
     The hot path: a batch keeps, per game, a *slot* ``[view, state, version]``: the last materialised
-    :class:`GameView`, and the engine state and version the game has reached since. An event that is
+    :class:`GameFold`, and the engine state and version the game has reached since. An event that is
     not a scoring event changes nothing else (:func:`~projections.views.evolve` replaces only ``state``
     and ``version`` then), so the slot advances those two and the view is rebuilt only when a scoring
     event comes or the batch ends — the same result as calling ``evolve`` per event
@@ -93,15 +93,15 @@ class Folder:
             raise ValueError(f"no such view: {', '.join(sorted(unknown))}")
         self.engine = bool(self.views & ENGINE_VIEWS)
         self.cache_size = cache_size
-        self._committed: OrderedDict[str, GameView] = OrderedDict()
+        self._committed: OrderedDict[str, GameFold] = OrderedDict()
         self._pending: dict[str, list[Any]] = {}
-        self._before: dict[str, GameView | None] = {}
+        self._before: dict[str, GameFold | None] = {}
 
     def __len__(self) -> int:
         """The number of games with a committed view in memory."""
         return len(self._committed)
 
-    def view(self, game_id: str) -> GameView | None:
+    def view(self, game_id: str) -> GameFold | None:
         """The game's staged or committed view, if in memory."""
         slot = self._pending.get(game_id)
         if slot is not None:
@@ -141,7 +141,7 @@ class Folder:
         slot[2] = version
         return True
 
-    def seed(self, view: GameView) -> None:
+    def seed(self, view: GameFold) -> None:
         """Start the batch's fold of ``view.game_id`` from ``view`` (re-folded from its stream)."""
         if view.game_id in self._pending:
             raise ValueError(f"game {view.game_id!r} was already evolved in this batch")

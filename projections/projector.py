@@ -33,15 +33,15 @@ from projections.source import (
     last_cursor,
     read_prefixes,
 )
-from projections.views import VIEW_NAMES, GameView, evolve, initial
+from projections.views import VIEW_NAMES, GameFold, evolve, initial
 from projections.writer import Hook, write_batch
 from service.store import Cursor, Listener
 from service.store.cursors import (
-    CheckpointMoved,
-    ensure_checkpoint,
+    CursorMoved,
+    ensure_cursor,
     follower_lag,
-    move_checkpoint,
-    read_checkpoint,
+    move_cursor,
+    read_cursor,
 )
 from service.store.cursors import Lag as Lag
 
@@ -159,7 +159,7 @@ def seed_prefixes(
 ) -> dict[str, tuple[Cause, str]]:
     """Seed ``folder`` with each game of ``below`` folded from ``rows`` (:func:`read_prefixes`); return
     the games that could not be folded so (not seeded), with why."""
-    views: dict[str, GameView] = {game_id: initial(game_id) for game_id in below}
+    views: dict[str, GameFold] = {game_id: initial(game_id) for game_id in below}
     failed: dict[str, tuple[Cause, str]] = {}
     engine = folder.engine
     for game_id, version, kind, payload, tournament in rows:
@@ -230,8 +230,8 @@ class Projector:
         """A connected projector (the set's checkpoint row is created if missing)."""
         projector = cls(dsn, **options)
         conn = await projector._connection()
-        await ensure_checkpoint(conn, projector.projection_set)
-        projector.cursor = await read_checkpoint(conn, projector.projection_set)
+        await ensure_cursor(conn, projector.projection_set)
+        projector.cursor = await read_cursor(conn, projector.projection_set)
         return projector
 
     async def close(self) -> None:
@@ -272,7 +272,7 @@ class Projector:
         try:
             async with conn.transaction():
                 await lock_set(conn, self.projection_set)
-                after = await read_checkpoint(conn, self.projection_set)
+                after = await read_cursor(conn, self.projection_set)
                 await self._stage("locked")
                 rows = await READER.page(conn, after, self.batch_size)
                 held = await held_games(conn, self.projection_set, {row[2] for row in rows})
@@ -285,7 +285,7 @@ class Projector:
                 )
                 await quarantine(conn, self.projection_set, found)
                 new = last_cursor(rows)
-                await move_checkpoint(conn, self.projection_set, after, new, len(rows))
+                await move_cursor(conn, self.projection_set, after, new, len(rows))
                 await self._stage("checkpointed")
         except BaseException:
             folder.abort()
@@ -360,7 +360,7 @@ class Projector:
                     "projector.failed",
                     projection_set=self.projection_set,
                     error=str(error),
-                    exc_info=not isinstance(error, psycopg.Error | OSError | CheckpointMoved),
+                    exc_info=not isinstance(error, psycopg.Error | OSError | CursorMoved),
                 )
                 self.folder.clear()
                 with contextlib.suppress(psycopg.Error, OSError):

@@ -53,7 +53,7 @@ class SeatScore:
 
 
 @dataclass(frozen=True, slots=True)
-class RoundScore:
+class RoundRow:
     """A finished round: the winner's seat, the points and every seat's cards at the end."""
 
     round: int
@@ -70,7 +70,7 @@ class GameScores:
     version: int
     status: str
     seats: tuple[SeatScore, ...]
-    rounds: tuple[RoundScore, ...]
+    rounds: tuple[RoundRow, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +176,7 @@ async def scores(
         if row is None:
             return min_version is None, version, None
         seats = tuple(SeatScore(s, p, t) for s, p, t in row[2])
-        rounds = tuple(RoundScore(r, w, p, tuple(tuple(h) for h in hands)) for r, w, p, hands in row[3])
+        rounds = tuple(RoundRow(r, w, p, tuple(tuple(h) for h in hands)) for r, w, p, hands in row[3])
         result = GameScores(game_id, version, row[1], seats, rounds)
         return min_version is None or version >= min_version, version, result
 

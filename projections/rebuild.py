@@ -51,7 +51,7 @@ from projections.views import VIEW_NAMES
 from projections.writer import Hook, write_batch_sync
 from service.rules.events import Event
 from service.store import Cursor
-from service.store.cursors import applied_count, ensure_checkpoint, move_checkpoint, read_checkpoint
+from service.store.cursors import applied_count, ensure_cursor, move_cursor, read_cursor
 from service.store.global_order import last_readable
 
 SUFFIX = "__rebuild"
@@ -152,7 +152,7 @@ async def rebuild(
         await connect(database_url) as writer,
     ):
         await _lock_rebuild(control, projection_set)
-        await ensure_checkpoint(control, projection_set)
+        await ensure_cursor(control, projection_set)
         await _prepare(control, views)
         clock.done("prepare")
         run = _Run(control, writer, projection_set, views, batch_size, hook)
@@ -239,7 +239,7 @@ class _Run:
         if self.full:
             bound = await last_readable(self.control)
         else:
-            bound = await read_checkpoint(self.control, self.projection_set)
+            bound = await read_cursor(self.control, self.projection_set)
         if bound is not None and bound.position:
             held = self.progress.versions()
             if workers == 1:
@@ -258,7 +258,7 @@ class _Run:
     async def catch_up(self) -> None:
         """The catch-up phase: batches without the lock while a full batch keeps coming."""
         while True:
-            upto = None if self.full else await read_checkpoint(self.control, self.projection_set)
+            upto = None if self.full else await read_cursor(self.control, self.projection_set)
             if upto is not None and upto <= self.progress.cursor:
                 return
             async with self.writer.transaction():
@@ -277,14 +277,14 @@ class _Run:
             await lock_set(self.writer, self.projection_set)
             if self.hook is not None:
                 await self.hook("swap locked")
-            live = await read_checkpoint(self.writer, self.projection_set)
+            live = await read_cursor(self.writer, self.projection_set)
             while progress.cursor < live:
                 rows = await READER.page(self.writer, progress.cursor, self.batch_size, live)
                 if not rows:
                     raise ProjectionError(f"the events up to the checkpoint {live} are not readable")
                 await self._apply(rows)
             if self.full and live < progress.cursor:
-                await move_checkpoint(
+                await move_cursor(
                     self.writer, self.projection_set, live, progress.cursor, progress.events, from_zero=True
                 )
                 report.moved_checkpoint = True

@@ -1,6 +1,6 @@
 """The read models as pure folds: an initial value and ``evolve(view, event)``, and the rows each table gets.
 
-One fold per game, :class:`GameView`, feeds all six tables: ``hands`` and ``tables`` from the engine's own
+One fold per game, :class:`GameFold`, feeds all six tables: ``hands`` and ``tables`` from the engine's own
 :class:`~service.rules.state.State`, ``round_scores`` and ``match_scores`` from the scoring events,
 ``standings`` and ``player_stats`` as sums of per-game counters (:data:`STAT_COLUMNS`,
 :func:`stat_deltas`). Everything here is pure. docs/DESIGN.md ("The read models as folds") says why.
@@ -47,7 +47,7 @@ ZERO_STATS: Stats = (0,) * len(STAT_COLUMNS)
 _NEW_SEAT: Stats = (1, *ZERO_STATS[1:])
 
 
-class RoundScore(NamedTuple):
+class FoldedRound(NamedTuple):
     """One finished round as ``RoundEnded`` reported it: every seat's cards at the end, by seat."""
 
     round: int
@@ -56,7 +56,7 @@ class RoundScore(NamedTuple):
     hands: tuple[tuple[Card, ...], ...]
 
 
-class GameView(NamedTuple):
+class GameFold(NamedTuple):
     """Everything the projections know about one game, as of stream version ``version``.
 
     ``state`` is the rules engine's state (``None`` before ``GameCreated``, or in a fold that skips the
@@ -70,25 +70,25 @@ class GameView(NamedTuple):
     variant: str
     players: tuple[str, ...]
     state: State | None
-    rounds: tuple[RoundScore, ...]
+    rounds: tuple[FoldedRound, ...]
     totals: tuple[int, ...]
     stats: tuple[Stats, ...]
     ended: bool
 
 
-def initial(game_id: str) -> GameView:
+def initial(game_id: str) -> GameFold:
     """The view of a game before its first event."""
-    return GameView(game_id, 0, "", "", (), None, (), (), (), False)
+    return GameFold(game_id, 0, "", "", (), None, (), (), (), False)
 
 
 # --- evolve ---------------------------------------------------------------------------------------------
 
-_Scorer = Callable[[GameView, Any, int, State | None, str, bool], GameView]
+_Scorer = Callable[[GameFold, Any, int, State | None, str, bool], GameFold]
 
 
 def evolve(
-    view: GameView, event: Event | None, version: int, *, tournament_id: str = "", engine: bool = True
-) -> GameView:
+    view: GameFold, event: Event | None, version: int, *, tournament_id: str = "", engine: bool = True
+) -> GameFold:
     """The view after ``event``, the game's version ``version``. Pure; the event is trusted.
 
     ``tournament_id`` matters only for ``GameCreated`` (it is the event's metadata, not part of the
@@ -103,13 +103,13 @@ def evolve(
     scorer = _SCORERS.get(kind)
     if scorer is None:
         # The hot path (nine events in ten): a new version and state, everything else shared.
-        return tuple.__new__(GameView, (view[0], version, view[2], view[3], view[4], state, *view[6:]))
+        return tuple.__new__(GameFold, (view[0], version, view[2], view[3], view[4], state, *view[6:]))
     return scorer(view, event, version, state, tournament_id, engine)
 
 
 def fold_game(
     game_id: str, events: Iterable[tuple[int, Event | None, str]], *, engine: bool = True
-) -> GameView:
+) -> GameFold:
     """The view of a game from ``(version, event, tournament_id)`` triples in version order."""
     view = initial(game_id)
     for version, event, tournament_id in events:
@@ -124,10 +124,10 @@ def _bump(stats: tuple[Stats, ...], seat: int, column: int, amount: int = 1) -> 
 
 
 def _game_created(
-    view: GameView, event: GameCreated, version: int, state: State | None, tournament: str, engine: bool
-) -> GameView:
+    view: GameFold, event: GameCreated, version: int, state: State | None, tournament: str, engine: bool
+) -> GameFold:
     n = len(event.players)
-    return GameView(
+    return GameFold(
         game_id=view.game_id,
         version=version,
         tournament_id=tournament,
@@ -142,33 +142,33 @@ def _game_created(
 
 
 def _round_ended(
-    view: GameView, event: RoundEnded, version: int, state: State | None, tournament: str, engine: bool
-) -> GameView:
+    view: GameFold, event: RoundEnded, version: int, state: State | None, tournament: str, engine: bool
+) -> GameFold:
     seat = event.winner
     totals = list(view.totals)
     totals[seat] += event.points
     stats = _bump(_bump(view.stats, seat, _ROUNDS_WON), seat, _POINTS, event.points)
-    rounds = (*view.rounds, RoundScore(event.round, seat, event.points, event.hands))
+    rounds = (*view.rounds, FoldedRound(event.round, seat, event.points, event.hands))
     return view._replace(version=version, state=state, rounds=rounds, totals=tuple(totals), stats=stats)
 
 
 def _game_ended(
-    view: GameView, event: GameEnded, version: int, state: State | None, tournament: str, engine: bool
-) -> GameView:
+    view: GameFold, event: GameEnded, version: int, state: State | None, tournament: str, engine: bool
+) -> GameFold:
     stats = _bump(view.stats, event.winner, _WINS)
     return view._replace(version=version, state=state, stats=stats, ended=True)
 
 
 def _uno_caught(
-    view: GameView, event: UnoCaught, version: int, state: State | None, tournament: str, engine: bool
-) -> GameView:
+    view: GameFold, event: UnoCaught, version: int, state: State | None, tournament: str, engine: bool
+) -> GameFold:
     stats = _bump(_bump(view.stats, event.by, _GIVEN), event.target, _TAKEN)
     return view._replace(version=version, state=state, stats=stats)
 
 
 def _wd4_challenged(
-    view: GameView, event: Wd4Challenged, version: int, state: State | None, tournament: str, engine: bool
-) -> GameView:
+    view: GameFold, event: Wd4Challenged, version: int, state: State | None, tournament: str, engine: bool
+) -> GameFold:
     # Upheld: the offender's Wild Draw Four was illegal, the challenger won; otherwise it lost.
     stats = _bump(view.stats, event.player, _CH_WON if event.upheld else _CH_LOST)
     return view._replace(version=version, state=state, stats=stats)
@@ -208,7 +208,7 @@ def status(state: State) -> str:
     return "playing"
 
 
-def hand_rows(view: GameView, before: GameView | None = None) -> list[HandRow]:
+def hand_rows(view: GameFold, before: GameFold | None = None) -> list[HandRow]:
     """The ``hands`` rows of the game: every seat, or only those whose hand changed since ``before``."""
     state = view.state
     if state is None:
@@ -221,7 +221,7 @@ def hand_rows(view: GameView, before: GameView | None = None) -> list[HandRow]:
     ]
 
 
-def table_row(view: GameView) -> TableRow | None:
+def table_row(view: GameFold) -> TableRow | None:
     """The game's ``tables`` row (``None`` before ``GameCreated`` or without the engine's state)."""
     state = view.state
     if state is None:
@@ -245,7 +245,7 @@ def table_row(view: GameView) -> TableRow | None:
     )
 
 
-def round_rows(view: GameView, start: int = 0) -> list[RoundRow]:
+def round_rows(view: GameFold, start: int = 0) -> list[RoundRow]:
     """The ``round_scores`` rows of the game's rounds from index ``start`` (earlier ones never change)."""
     return [
         (view.game_id, r.round, r.winner, r.points, Jsonb([tokens(hand) for hand in r.hands]))
@@ -253,12 +253,12 @@ def round_rows(view: GameView, start: int = 0) -> list[RoundRow]:
     ]
 
 
-def match_rows(view: GameView) -> list[MatchRow]:
+def match_rows(view: GameFold) -> list[MatchRow]:
     """The ``match_scores`` rows: every seat's player and running total."""
     return [(view.game_id, seat, view.players[seat], total) for seat, total in enumerate(view.totals)]
 
 
-def stat_deltas(before: GameView | None, after: GameView) -> Iterable[tuple[str, str, Stats]]:
+def stat_deltas(before: GameFold | None, after: GameFold) -> Iterable[tuple[str, str, Stats]]:
     """``(tournament_id, player, after − before)`` for every seat whose counters changed."""
     old = before.stats if before is not None and before.stats else None
     for seat, stats in enumerate(after.stats):

@@ -1,5 +1,5 @@
 """A rewrite of a stored game the way only the database superuser can make one: events edited and every
-hash from the first edit on recomputed, and the catalogue row kept in step with the game's first event,
+hash from the first edit on recomputed, and the games row kept in step with the game's first event,
 so that the chain alone says "intact" (what receipts are for)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ async def rewrite_recomputing_chain(
                 (Jsonb(payload), Jsonb(meta), previous, digest, game_id, version),
             )
             previous = digest
-            if row.type == "GameCreated":  # the catalogue row in step, as a thorough forger keeps it
+            if row.type == "GameCreated":  # the games row in step, as a thorough forger keeps it
                 await conn.execute(
                     "UPDATE games SET variant = %s, players = %s WHERE game_id = %s",
                     (payload["variant"], Jsonb(payload["players"]), game_id),

@@ -1,42 +1,8 @@
 """The one mapping of the service's errors (:mod:`service.domain.errors`) to gRPC statuses with rich details.
 
-Every refusal becomes its status code, its message, and a ``google.rpc.ErrorInfo`` detail whose ``reason``
-is the error's machine reason (a rule id for a rule violation, ``VERSION_CONFLICT``, ``GAME_EXISTS``, …)
-and whose metadata is the error's (the field, the actual version, the game id…):
-
-============================  ======================
-error                         status
-============================  ======================
-``InvalidInput``              INVALID_ARGUMENT
-``NotFound``                  NOT_FOUND
-``RuleViolation``             FAILED_PRECONDITION
-``Precondition``              FAILED_PRECONDITION
-``Conflict``                  ABORTED
-``AlreadyExists``             ALREADY_EXISTS
-``Unavailable``               UNAVAILABLE
-``ResourceExhausted``         RESOURCE_EXHAUSTED
-``DataLoss``                  DATA_LOSS
-``Unauthenticated``           UNAUTHENTICATED
-``PermissionDenied``          PERMISSION_DENIED
-the database unreachable      UNAVAILABLE (reason ``DATABASE_UNAVAILABLE``)
-anything else                 INTERNAL
-============================  ======================
-
-An ``InvalidInput`` also carries ``google.rpc.BadRequest`` with one ``FieldViolation`` naming the field;
-every UNAVAILABLE carries ``google.rpc.RetryInfo``, and every RESOURCE_EXHAUSTED ``google.rpc.QuotaFailure``
-(the quota's scope as its subject) and ``RetryInfo``: it is safe to retry, commands with the same command id
-(a command whose reply was lost is then answered with its first result). A database that cannot be
-reached, a connection lost mid-call or a pool with no connection to give (psycopg's ``OperationalError``
-and ``InterfaceError``) is UNAVAILABLE too: the store, not the request, is at fault, and the pool and the
-projector reconnect by themselves.
-Anything else a servicer raises is a bug, never the client's business: the client gets INTERNAL with the
-message ``internal error <id>`` and ErrorInfo reason ``INTERNAL`` (metadata ``error_id``), and the JSON
-log gets the same id with the method and the traceback — never a class name, SQL text or a card in the
-client's message. :class:`ErrorStatuses` applies this to every method of every service of the server, so
-a servicer only raises; nothing reaches a client as UNKNOWN. That includes a request protobuf cannot parse
-(nested past its 100 levels, or bytes that are no message of the method's type): gRPC would answer it
-UNKNOWN before any servicer ran, so the interceptor's deserializer hands it on as :data:`UNPARSED`, and it
-is INVALID_ARGUMENT naming the field ``request``.
+:class:`ErrorStatuses` is the interceptor that applies it to every method of every service, so a servicer only
+raises and nothing reaches a client as UNKNOWN; anything unexpected is INTERNAL with an error id. The table of
+errors and statuses, and why: docs/DESIGN.md ("Errors and statuses").
 """
 
 from __future__ import annotations

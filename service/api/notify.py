@@ -1,29 +1,8 @@
 """``WatchGame`` streams: one LISTEN connection per server fans out to every stream; nothing polls.
 
-The store NOTIFYs the game id when an append commits. :class:`Notifier` keeps the server's only
-``LISTEN uno_events`` connection and wakes the watchers of that game; a watcher then reads what is new
-from the store and sleeps again, with no timeout. So an idle stream costs the database nothing: no
-query, no transaction, however many streams are open (``bench/idle_streams.py`` measures it).
-
-Never missing an event without polling rests on two rules:
-
-* A watcher subscribes *before* it reads anything, so an append committed after its last read always
-  wakes it (the wake is remembered if it comes while the watcher is reading).
-* PostgreSQL drops the notifications of a listener that is not connected, so when the LISTEN connection
-  is lost, and again once a new one listens, every watcher is woken and reads once. The read after the
-  reconnection sees everything committed while nobody listened; anything later is notified.
-
-A lost connection is one psycopg reports (closed, terminated, reset). A connection that dies silently
-(a network that drops packets without a reset) is only noticed through TCP keepalives, which libpq
-takes from the database URL (``keepalives_idle`` and friends).
-
-The notifier also bounds the streams a server holds open: :data:`MAX_STREAMS` in all, the client's quota
-per client application (a game's seats count against the client that created it, so minting seat tokens
-buys nothing) and a per-game cap on its spectators (:class:`~service.api.access.Quotas`); a stream beyond
-any is refused with :class:`~service.domain.errors.ResourceExhausted` (reason ``STREAM_LIMIT``). A stream
-catching up from far back reads :attr:`Notifier.page_size` events at a time and sends each page before
-reading the next, so its memory is bounded and a slow client slows only its own stream (gRPC's write
-waits for the client's flow-control window).
+:class:`Notifier` keeps the server's only ``LISTEN uno_events`` connection, wakes the watchers of a game
+when its append commits, and bounds the streams a server holds open (:data:`MAX_STREAMS`, the client's
+quota, a game's spectators). Why no event is missed without polling: docs/DESIGN.md ("Watch streams").
 """
 
 from __future__ import annotations

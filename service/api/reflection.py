@@ -1,17 +1,7 @@
 """Server reflection in both versions, ``grpc.reflection.v1`` and ``v1alpha``, error details included.
 
-grpcio-reflection serves only ``grpc.reflection.v1alpha.ServerReflection``, which gRPC deprecated: tools
-that ask ``v1`` (grpc-java's and grpc-go's clients, newer releases of generic tools) get UNIMPLEMENTED. The
-``v1`` protocol is ``v1alpha`` under a new package name, message for message and field for field (gRPC's
-``reflection/v1/reflection.proto``), so the bytes of one are the bytes of the other: the ``v1alpha``
-servicer answers the ``v1`` method too, decoding and encoding with the ``v1alpha`` classes. So that a tool
-can also describe the ``v1`` service it lists, its file is derived from the ``v1alpha`` one (renamed,
-without the deprecation option) and added to the descriptor pool the servicer reads.
-
-The servicer resolves files and symbols in protobuf's default pool, which holds what this process imported.
-A failed call's details are ``google.protobuf.Any`` values naming ``google.rpc.ErrorInfo``, ``BadRequest``
-or ``RetryInfo``; importing their files here keeps them resolvable whatever else the server imports, so
-that a client that looks the types up through reflection (grpcurl) prints their fields, not bytes.
+The ``v1alpha`` servicer answers the ``v1`` method too (the messages are the same bytes), and the
+``google.rpc`` detail types are imported so tools print their fields. docs/DESIGN.md ("Server reflection").
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ from service.api import errors
 from service.api.callers import Callers
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from service.api.messages import VARIANT_OF, event_message, game_view
 from service.api.notify import Notifier
-from service.api.views import VARIANT_OF, event_message, game_view
-from service.app.handler import CommandHandler, Outcome
+from service.app.handler import Accepted, CommandHandler
 from service.app.runner import stream_id_of
 from service.checkpoints.keyring import Keyring
 from service.domain import limits
@@ -379,7 +379,7 @@ class GameService(pb_grpc.GameServiceServicer):
             receipt=self.receipt(outcome),
         )
 
-    def receipt(self, outcome: Outcome) -> str:
+    def receipt(self, outcome: Accepted) -> str:
         """The signed checkpoint of the game at the outcome's version: its last event's chain hash (a
         duplicate's events are the first answer's, read back, so the version is theirs too)."""
         return self.keyring.receipt(outcome.game_id, outcome.version, outcome.events[-1].hash)

@@ -108,7 +108,7 @@ class Auditor:
             raise _unreadable(game_id, bad, "cannot be read") from None
 
     async def _read(self, game_id: str, cache: StreamCache | None = None) -> tuple[GameLog, Beside]:
-        """The game's log (:meth:`load`) and what the store keeps beside it (ledger, catalogue row)."""
+        """The game's log (:meth:`load`) and what the store keeps beside it (ledger, games row)."""
         # The ledger while the log is read (another connection, one wait): an append made meanwhile may
         # show in the ledger and not in the log, as it could when the ledger was read after the log.
         log, beside = await asyncio.gather(self.load(game_id, cache), self._beside(game_id))

@@ -41,7 +41,7 @@ class Loaded:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Accepted:
     """An accepted (or earlier accepted, ``duplicate``) command: its stored events and the state after."""
 
     game_id: str
@@ -58,7 +58,7 @@ class Created:
 
     game_id: str
     tokens: tuple[str, ...]
-    outcome: Outcome
+    outcome: Accepted
 
 
 def stored_form(event: Event) -> NewEvent:
@@ -69,11 +69,11 @@ def stored_form(event: Event) -> NewEvent:
     return NewEvent(kind, payload)
 
 
-class CommandHandler(Writer[Loaded, Command, State, Outcome]):
+class CommandHandler(Writer[Loaded, Command, State, Accepted]):
     """Decides and appends commands for any number of games (an instance is safe to run beside others):
     ``await handler.handle(game_id, command, command_id=…, request_hash=…, metadata=…)``."""
 
-    store: Store  # the stream store and the game catalogue (seeds, seats) at once
+    store: Store  # the stream store and the games table (seeds, seats) at once
 
     def __init__(self, store: Store, *, cache_size: int = 10_000) -> None:
         super().__init__(store)
@@ -186,7 +186,7 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
         game_id, result = created_stream.game_id, created_stream.result
         loaded = Loaded(state, result.last_version, result.last_hash, tournament_id)
         self._remember(game_id, loaded)
-        outcome = Outcome(game_id, result.last_version, result.events, state, False, tournament_id)
+        outcome = Accepted(game_id, result.last_version, result.events, state, False, tournament_id)
         return Created(game_id, tokens, outcome)
 
     # --- commands (the writer's part of :meth:`~service.app.runner.Writer.handle`) ------------------------
@@ -204,7 +204,7 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
         events, state = outcome
         return Decision([stored_form(e) for e in events], state)
 
-    async def answer(self, game_id: str, ran: Ran[Loaded, State]) -> Outcome:
+    async def answer(self, game_id: str, ran: Ran[Loaded, State]) -> Accepted:
         if isinstance(ran, Repeated):
             return await self._replay(game_id, ran.result)
         assert isinstance(ran, Appended)  # every accepted command has events (at least its prompt)
@@ -212,12 +212,12 @@ class CommandHandler(Writer[Loaded, Command, State, Outcome]):
         if loaded.version < result.last_version:  # a concurrent read may have applied it already
             loaded.state, loaded.version, loaded.last_hash = state, result.last_version, result.last_hash
         self._remember(game_id, loaded)
-        return Outcome(game_id, result.last_version, result.events, state, False, loaded.tournament_id)
+        return Accepted(game_id, result.last_version, result.events, state, False, loaded.tournament_id)
 
-    async def _replay(self, game_id: str, result: AppendResult) -> Outcome:
+    async def _replay(self, game_id: str, result: AppendResult) -> Accepted:
         """A retried command's first answer: its events, and the game as they left it, folded again from
         the log up to them (the game may have moved on since; today's state is not what was answered)."""
         log = await self.store.read_stream(game_id, limit=result.last_version)
         then = await self._fold(game_id, log)
         events = log[result.first_version - 1 :]
-        return Outcome(game_id, result.last_version, events, then.state, True, then.tournament_id)
+        return Accepted(game_id, result.last_version, events, then.state, True, then.tournament_id)

@@ -1,9 +1,9 @@
 """What the store keeps beside a game's events, checked against the hashed events: the command ledger and
-the catalogue row.
+the games row.
 
 :func:`check_ledger` compares the ``commands`` table with what the events of row hash version 2 say
-(``ledger`` findings); :func:`check_catalogue` compares the game's catalogue row with its first event and
-hashed metadata (``catalogue`` findings). docs/DESIGN.md ("A stored game, read and checked").
+(``ledger`` findings); :func:`check_game_row` compares the game's row in ``games`` with its first event and
+hashed metadata (``games`` findings). docs/DESIGN.md ("A stored game, read and checked").
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from service.store.model import utc_text
 
 @dataclass(frozen=True, slots=True)
 class Beside:
-    """What the store keeps beside a game's events: its command ledger, and its catalogue row (``None``:
-    the catalogue has none)."""
+    """What the store keeps beside a game's events: its command ledger, and its row in ``games`` (``None``:
+    there is none)."""
 
     ledger: Sequence[LedgerRow]
     game: GameRow | None
@@ -149,17 +149,17 @@ def _differences(said: _Said, row: LedgerRow) -> list[str]:
     return differences
 
 
-def check_catalogue(
+def check_game_row(
     rows: Sequence[StoredEvent], game: GameRow | None, variant: str | None, players: Sequence[str] | None
 ) -> list[ChainFinding]:
-    """Where the catalogue row ``game`` says otherwise than the hashed events, as one ``catalogue``
+    """Where the games row ``game`` says otherwise than the hashed events, as one ``games``
     finding at version 1. ``variant`` and ``players`` are what the game's first event says (``None``:
     it no longer says, which the chain or the replay reports)."""
     if not rows:
         return []
     if game is None:
         return [
-            ChainFinding(1, "catalogue", "the catalogue has no row for this game: it was deleted or renamed")
+            ChainFinding(1, "games", "the games table has no row for this game: it was deleted or renamed")
         ]
     first = rows[0]
     differences = []
@@ -181,7 +181,5 @@ def check_catalogue(
     if not differences:
         return []
     return [
-        ChainFinding(
-            1, "catalogue", "the game's catalogue row differs from its events: " + "; ".join(differences)
-        )
+        ChainFinding(1, "games", "the game's row in games differs from its events: " + "; ".join(differences))
     ]

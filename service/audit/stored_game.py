@@ -26,7 +26,7 @@ from service.audit.game_report import (
     SeedStatus,
     StoredForm,
 )
-from service.audit.ledger import Beside, check_catalogue, check_ledger
+from service.audit.ledger import Beside, check_game_row, check_ledger
 from service.audit.log import (
     GameLog,
     LogError,
@@ -98,7 +98,7 @@ def verify_game(
     ``log.seed`` is used to re-derive the cards whenever it is given; ``show_seed`` also shows it (the
     game has ended, or the adjudicator revealed it). ``projection_problems`` is the read models'
     cross-check (``None``: not run). ``beside`` is what the store keeps beside the events (the command
-    ledger, the catalogue row), checked against them (``None``: not checked).
+    ledger, the games row), checked against them (``None``: not checked).
 
     A live game's commands, as read back from its events, are replayed as they are
     (:meth:`GameLog.commands`, :meth:`Replay.run_commands`); ``via_record`` writes them as the record
@@ -109,7 +109,7 @@ def verify_game(
     findings = check_chain(log.game_id, log.rows, ledger_last, log.canonical)
     if beside is not None:
         findings += check_ledger(log.rows, beside.ledger, findings)
-        findings += check_catalogue(log.rows, beside.game, *_catalogued(log))
+        findings += check_game_row(log.rows, beside.game, *_catalogued(log))
     if log.imported is not None:
         lines, text = log.record_lines(), log.record_text()
         findings += check_import(log.rows[0].version, log.imported, lines, record_sha256(text), findings)
@@ -204,7 +204,7 @@ def _diverged(position: int, row: StoredEvent | None, replayed: Event | None) ->
 
 
 def _catalogued(log: GameLog) -> tuple[str | None, tuple[str, ...] | None]:
-    """The variant and players the game's first event says, as the catalogue keeps them (``None``: it no
+    """The variant and players the game's first event says, as the games table keeps them (``None``: it no
     longer says)."""
     if log.imported is not None:
         try:
@@ -231,7 +231,7 @@ def _seed_section(
         commitment_ok = hashlib.sha256(seed).hexdigest() == committed
     mismatches = [Flaw(v.at, v.message) for v in rules.violations if v.rule is Rule.FAIR_COMMIT]
     if seed is None and committed is not None and log.imported is None:
-        # The service keeps the seed of every game it deals (the catalogue's secret): none, for a game that
+        # The service keeps the seed of every game it deals (the games table's secret): none, for a game that
         # commits to one, is a secret lost or moved outside the service, and no card can be checked.
         commitment_ok = False
         mismatches.append(Flaw(1, "the game commits to a dealing seed and the store holds none for it"))

@@ -25,7 +25,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_bef
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.api.views import VARIANTS
+from service.api.messages import VARIANTS
 from service.domain.catalogue import type_name
 from service.play.policy import Policy, SeatView, Style
 from service.rules import events as ev

@@ -51,7 +51,7 @@ COMMANDS = Counter(
 APPENDS = Histogram(
     "uno_audit_append_seconds",
     "Seconds one write to the event store took (one transaction), whatever its result: operation "
-    "append (a command's events) or create (a new game's catalogue rows and first events).",
+    "append (a command's events) or create (a new game's rows and first events).",
     ("operation",),
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )

@@ -28,7 +28,7 @@ from service.rules.legality import (
     wd4_matching,
 )
 from service.rules.options import Options, Variant
-from service.rules.rule_sets import RULE_SETS
+from service.rules.variants import VARIANT_RULES
 
 COLOURS = tuple(Colour)
 
@@ -150,7 +150,7 @@ class Policy:
 
     def take(self, view: SeatView) -> Command:
         """Taking cards the rule set's way: a draw, or a press of UNO Attack's launcher."""
-        return RULE_SETS[view.variant].taking.action(view.seat)
+        return VARIANT_RULES[view.variant].taking.action(view.seat)
 
     def after_draw(self, view: SeatView) -> Command:
         """Play the playable card just drawn (always under ``force_play``), or pass."""

@@ -4,8 +4,8 @@
 ``evolve(state, event)`` applies one event. No I/O, no clock, no logging; randomness comes only from
 the game's seed (:mod:`service.rules.fair`). Rule ids are those of ``docs/RULES.md``.
 
-Each rule family has one module (:mod:`service.rules.decide` lists them), and ``RULE_SETS``
-(:mod:`service.rules.rule_sets`) is the one place where the four rule sets differ in play.
+Each rule family has one module (:mod:`service.rules.decide` lists them), and ``VARIANT_RULES``
+(:mod:`service.rules.variants`) is the one place where the four rule sets differ in play.
 """
 
 from service.rules.cards import DECKS, Card, CardError, Colour, Face, card, cards
@@ -30,14 +30,14 @@ from service.rules.decide import check, create, decide, execute, resolve
 from service.rules.events import Awaiting, Event
 from service.rules.legality import playable
 from service.rules.options import OptionError, Options, Variant, make_options
-from service.rules.rule_sets import RULE_SETS, RuleSet
 from service.rules.state import State, conservation_error, evolve, fold, new_state
+from service.rules.variants import VARIANT_RULES, VariantRules
 from service.rules.violations import CommandError, Impossible, Rule, Violation
 
 __all__ = [
     "DECKS",
     "NO_SUPPLY",
-    "RULE_SETS",
+    "VARIANT_RULES",
     "Accept",
     "Awaiting",
     "CallUno",
@@ -61,11 +61,11 @@ __all__ = [
     "Press",
     "Reshuffle",
     "Rule",
-    "RuleSet",
     "StartRound",
     "State",
     "Supply",
     "Variant",
+    "VariantRules",
     "Violation",
     "card",
     "cards",

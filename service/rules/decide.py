@@ -2,7 +2,7 @@
 
 This module only dispatches: :func:`check` (legality) and :func:`resolve` (what an accepted command does)
 hand each command to the family that owns its rules — :mod:`.setup`, :mod:`.turn`, :mod:`.uno`,
-:mod:`.wild_draw_four`, :mod:`.house`, :mod:`.engine` — which read the game's :class:`~.rule_sets.RuleSet`
+:mod:`.wild_draw_four`, :mod:`.house`, :mod:`.engine` — which read the game's :class:`~.variants.VariantRules`
 where the rule sets part ways. Everything is pure and deterministic. The replay verifier calls
 :func:`resolve` directly to apply a broken rule "as the table did". docs/DESIGN.md ("The rules engine")
 lists which family owns which rule ids.
@@ -31,9 +31,9 @@ from service.rules.commands import (
 )
 from service.rules.engine import Act
 from service.rules.events import Awaiting, Event
-from service.rules.rule_sets import RULE_SETS
 from service.rules.setup import create
 from service.rules.state import State
+from service.rules.variants import VARIANT_RULES
 from service.rules.violations import CommandError, Rule, Violation, require_seat
 
 __all__ = ["CommandError", "check", "create", "decide", "execute", "resolve"]
@@ -107,7 +107,7 @@ _CHECKS: Final[dict[type, Callable[[State, Any], Violation | None]]] = {
 def _resolve_accept(act: Act, command: Accept) -> None:
     """An accept takes a stacked penalty (``house.stacking``) or answers a Wild Draw Four."""
     if act.state.awaiting is Awaiting.STACK:
-        house.resolve_stack_accept(act, command, RULE_SETS[act.state.variant].taking.impose)
+        house.resolve_stack_accept(act, command, VARIANT_RULES[act.state.variant].taking.impose)
     else:
         wild_draw_four.resolve_accept(act, command)
 

@@ -3,7 +3,7 @@
 A game is created once (players, dealer, the seed's commitment: ``fair.commit``); each round then deals
 from the seed's shuffle, from the deck order a table reported, or from the hands a table dealt
 (``deck.composition`` checks them), and flips the first card by the rule set's own rule
-(``RuleSet.first_card``: :mod:`service.rules.classic`, :mod:`~service.rules.sonic`,
+(``VariantRules.first_card``: :mod:`service.rules.classic`, :mod:`~service.rules.sonic`,
 :mod:`~service.rules.mario_kart`, :mod:`~service.rules.attack`).
 """
 
@@ -17,8 +17,8 @@ from service.rules.commands import CreateGame, StartRound
 from service.rules.engine import Act
 from service.rules.events import Awaiting, DealerDrawn, GameCreated, RoundStarted
 from service.rules.options import DealerSelection
-from service.rules.rule_sets import RULE_SETS
 from service.rules.state import HAND_SIZE, State
+from service.rules.variants import VARIANT_RULES
 from service.rules.violations import Impossible, Rule, Violation, require_seat
 
 MIN_PLAYERS, MAX_PLAYERS = 2, 10
@@ -160,4 +160,4 @@ def resolve_start(act: Act, command: StartRound) -> None:
             raise Impossible(Rule.SETUP_DEAL, "no deck, no dealt hands and no seed to shuffle with")
         deck = fair.shuffled(s.seed, f"round:{number}:deal", s.deck)
     act.emit(RoundStarted(number, dealer, deck, command.hands))
-    RULE_SETS[s.variant].first_card(act)
+    VARIANT_RULES[s.variant].first_card(act)

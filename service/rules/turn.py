@@ -3,7 +3,7 @@ leaves pending (a colour, a Green Shell's target).
 
 Digest ``turn.order``, ``play.*``, ``draw.one``, ``draw.pass``, ``turn.end`` and ``attack.launcher``. The
 other families answer for their part of a turn: the card's effect and ``taking``
-(:mod:`service.rules.rule_sets`), UNO calls (:mod:`service.rules.uno`), the follow-up
+(:mod:`service.rules.variants`), UNO calls (:mod:`service.rules.uno`), the follow-up
 (:mod:`service.rules.attack`), the W+4's answer (:mod:`service.rules.wild_draw_four`), the house rules
 (:mod:`service.rules.house`). docs/DESIGN.md ("The rules engine").
 """
@@ -19,8 +19,8 @@ from service.rules.commands import Choose, Draw, Pass, Play, Press
 from service.rules.engine import Act, Played, card_played
 from service.rules.events import Awaiting, ColourChosen, Passed
 from service.rules.legality import discard_all_extras, names_target, playable
-from service.rules.rule_sets import RULE_SETS
 from service.rules.state import State
+from service.rules.variants import VARIANT_RULES
 from service.rules.violations import Impossible, Rule, Violation, require_seat
 
 # The enum members a command's hot path tests, as module constants: Python 3.11 reads ``Awaiting.PLAY``
@@ -137,7 +137,7 @@ def resolve_play(act: Act, command: Play) -> None:
     act.emit(card_played(player, card, colour, command.uno, command.target, extras))
     going_out = not act.state.hands[player]
     house.seven_o(act, command, going_out)
-    effect = RULE_SETS[s.variant].effects.get(card.face, classic.next_turn)
+    effect = VARIANT_RULES[s.variant].effects.get(card.face, classic.next_turn)
     origin = player if follow_up is None else follow_up
     effect(act, Played(command, origin, going_out, follow_up is not None))
     if going_out and act.state.awaiting is not _TARGET:
@@ -153,7 +153,7 @@ def check_draw(state: State, command: Draw) -> Violation | None:
     refused = attack.instead_of_follow_up(state, player)
     if refused is not None:
         return refused
-    taking = RULE_SETS[state.variant].taking
+    taking = VARIANT_RULES[state.variant].taking
     if taking.action is not Draw:
         return taking.other_action
     if state.awaiting is _PLAY and player == state.turn:
@@ -188,7 +188,7 @@ def check_pass(state: State, command: Pass) -> Violation | None:
     violation = not_your_turn(state, command.player)
     if violation is not None:
         return violation
-    return RULE_SETS[state.variant].taking.nothing_to_pass
+    return VARIANT_RULES[state.variant].taking.nothing_to_pass
 
 
 def resolve_pass(act: Act, command: Pass) -> None:
@@ -200,7 +200,7 @@ def resolve_pass(act: Act, command: Pass) -> None:
 
 def check_press(state: State, command: Press) -> Violation | None:
     """``attack.launcher``: a press instead of a play, where the rule set has a launcher."""
-    taking = RULE_SETS[state.variant].taking
+    taking = VARIANT_RULES[state.variant].taking
     if taking.action is not Press:
         return taking.other_action
     refused = attack.instead_of_follow_up(state, command.player)

@@ -12,8 +12,8 @@ from service.rules.commands import CallUno, Catch, Play
 from service.rules.engine import Act
 from service.rules.events import UnoCalled, UnoCaught
 from service.rules.legality import cards_left
-from service.rules.rule_sets import RULE_SETS
 from service.rules.state import State
+from service.rules.variants import VARIANT_RULES
 from service.rules.violations import Rule, Violation, require_seat
 
 #: How many cards a caught player takes (``uno.penalty``): drawn, or pressed for in UNO Attack.
@@ -72,4 +72,4 @@ def check_catch(state: State, command: Catch) -> Violation | None:
 def resolve_catch(act: Act, command: Catch) -> None:
     """``uno.penalty``: the caught player takes :data:`PENALTY` cards, as their rule set takes cards."""
     act.emit(UnoCaught(command.player, command.target))
-    RULE_SETS[act.state.variant].taking.impose(act, command.target, PENALTY, Rule.UNO_PENALTY)
+    VARIANT_RULES[act.state.variant].taking.impose(act, command.target, PENALTY, Rule.UNO_PENALTY)

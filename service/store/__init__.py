@@ -1,4 +1,4 @@
-"""The event store: append-only, hash-chained game streams with a gap-free global order, and the catalogue.
+"""The event store: append-only, hash-chained game streams with a gap-free global order, and the games table.
 
 :mod:`~service.store.interface` holds the abstract :class:`Store`; :mod:`~service.store.store` the
 PostgreSQL :class:`EventStore` (over ``streams``, ``games``, ``group_commit``, ``global_order`` and

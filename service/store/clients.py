@@ -15,9 +15,9 @@ from psycopg_pool import AsyncConnectionPool
 from service.store.errors import StoreError
 from service.store.global_order import Connection
 
-#: The catalogue's client of a game created without a key (every keyless caller is this one client).
+#: The client recorded for a game created without a key (every keyless caller is this one client).
 ANONYMOUS = ""
-#: The catalogue's client of a game the adjudicator (admin token) created or imported.
+#: The client recorded for a game the adjudicator (admin token) created or imported.
 ADMIN_CLIENT = "admin"
 
 #: What a client's name may be (the table's CHECK says the same): it is shown in logs and metrics.

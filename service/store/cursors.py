@@ -1,9 +1,10 @@
-"""Followers' checkpoints: where each follower of the global order stands, the one place its SQL is written.
+"""Followers' cursors: where each follower of the global order stands, the one place its SQL is written.
 
-A checkpoint lives in ``projection_checkpoints``, in the database its follower writes to. Every function
-runs on the caller's connection and transaction, so a move commits with the follower's own rows, and a
-move is guarded (``WHERE`` it is still where the caller read it). docs/DESIGN.md ("Followers'
-checkpoints") says why this makes following exactly-once.
+A cursor lives in the table ``projection_checkpoints`` (its name from before cursors were named apart
+from signed checkpoints), in the database its follower writes to. Every function runs on the caller's
+connection and transaction, so a move commits with the follower's own rows, and a move is guarded
+(``WHERE`` it is still where the caller read it). docs/DESIGN.md ("Followers' cursors") says why this
+makes following exactly-once.
 """
 
 from __future__ import annotations
@@ -46,16 +47,16 @@ SELECT cp.xid::text::bigint, cp.position,
 """
 
 
-class CheckpointMoved(Exception):
+class CursorMoved(Exception):
     """The checkpoint was not where the caller read it: someone moved it without the follower's lock."""
 
 
-async def ensure_checkpoint(conn: Connection, name: str) -> None:
+async def ensure_cursor(conn: Connection, name: str) -> None:
     """Create ``name``'s checkpoint at the start of the log if it has none."""
     await conn.execute(_ENSURE, (name,))
 
 
-async def read_checkpoint(conn: Connection, name: str) -> Cursor:
+async def read_cursor(conn: Connection, name: str) -> Cursor:
     """``name``'s checkpoint (the start of the log if it has none yet)."""
     cursor = await conn.execute(_READ, (name,))
     row = await cursor.fetchone()
@@ -69,12 +70,12 @@ async def applied_count(conn: Connection, name: str) -> int:
     return 0 if row is None else int(row[0])
 
 
-async def move_checkpoint(
+async def move_cursor(
     conn: Connection, name: str, old: Cursor, new: Cursor, applied: int, *, from_zero: bool = False
 ) -> None:
     """Move ``name``'s checkpoint from ``old`` to ``new`` (in the caller's transaction), counting
     ``applied`` more events, or ``applied`` in all when ``from_zero`` (a rebuild that folded the log
-    from its start). Raises :class:`CheckpointMoved` if it is not at ``old``: the caller's transaction
+    from its start). Raises :class:`CursorMoved` if it is not at ``old``: the caller's transaction
     must not commit."""
     params = {
         "new_xid": str(new.xid),
@@ -86,7 +87,7 @@ async def move_checkpoint(
     }
     cursor = await conn.execute(_RESET if from_zero else _ADVANCE, params)
     if cursor.rowcount != 1:
-        raise CheckpointMoved(f"the checkpoint of {name!r} moved under its lock")
+        raise CursorMoved(f"the checkpoint of {name!r} moved under its lock")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
-"""The game catalogue on PostgreSQL: games, seats (token hashes), secret seeds, listing, dispute lookups.
+"""The games table on PostgreSQL: games, seats (token hashes), secret seeds, listing, dispute lookups.
 
 Every table here is keyed by ``game_id`` and lives with the game's stream on a distributed PostgreSQL
-(``deploy/citus.sql``). A game enters the catalogue only together with its first events:
-:data:`CATALOGUE_ROWS` are the CTEs that :meth:`EventStore.create_game
+(``deploy/citus.sql``). A game enters the table only together with its first events:
+:data:`NEW_GAME_ROWS` are the CTEs that :meth:`EventStore.create_game
 <service.store.EventStore.create_game>` puts in front of the stream's write statement.
 """
 
@@ -19,9 +19,10 @@ from service.store.interface import GameCatalogue
 from service.store.model import DISPUTE_TYPES, GameRow, StoredEvent, check_limit
 from service.store.streams import EVENT_COLUMNS, stored_event
 
-#: The catalogue's rows of a new game, as CTEs: ``game`` returns the game id (nothing if it is taken). Its
-#: ``created_at`` is the time its first events are hashed with (``recorded_at``, the write's parameter).
-CATALOGUE_ROWS = """
+#: The rows of a new game (games, seeds, seats), as CTEs: ``game`` returns the game id (nothing if it is
+#: taken). Its ``created_at`` is the time its first events are hashed with (``recorded_at``, the
+#: write's parameter).
+NEW_GAME_ROWS = """
 game AS (
     INSERT INTO games (game_id, variant, players, tournament_id, created_at, client)
     VALUES (%(game_id)s, %(variant)s, %(players)s, %(tournament_id)s, %(recorded_at)s, %(client)s)
@@ -66,7 +67,7 @@ _DISPUTES = {
 }
 
 
-def catalogue_params(
+def new_game_params(
     *,
     variant: str,
     players: Sequence[str],
@@ -75,7 +76,7 @@ def catalogue_params(
     seat_token_hashes: Sequence[bytes],
     client: str,
 ) -> dict[str, Any]:
-    """The parameters of :data:`CATALOGUE_ROWS` (besides ``game_id``, which the stream's write shares)."""
+    """The parameters of :data:`NEW_GAME_ROWS` (besides ``game_id``, which the stream's write shares)."""
     return {
         "variant": variant,
         "players": Jsonb(list(players)),
@@ -87,13 +88,13 @@ def catalogue_params(
 
 
 class PostgresGames(GameCatalogue):
-    """The game catalogue over a pool of connections; :class:`~service.store.EventStore` is one."""
+    """The games table over a pool of connections; :class:`~service.store.EventStore` is one."""
 
     def __init__(self, pool: AsyncConnectionPool[Connection]) -> None:
         self._pool = pool
 
     async def game(self, game_id: str) -> GameRow | None:
-        """The game's catalogue row and current version, or ``None`` if there is no such game."""
+        """The game's row and current version, or ``None`` if there is no such game."""
         async with self._pool.connection() as conn:
             cursor = await conn.execute(_GAME, (game_id,), prepare=True)
             row = await cursor.fetchone()

@@ -91,10 +91,10 @@ class Alone:
 
 ALONE: Final = Alone()
 
-Outcome = AppendResult | BaseException | Alone
+Settlement = AppendResult | BaseException | Alone
 
 
-def _new_future() -> asyncio.Future[Outcome]:
+def _new_future() -> asyncio.Future[Settlement]:
     return asyncio.get_running_loop().create_future()
 
 
@@ -103,9 +103,9 @@ class Pending:
     """A command waiting in the queue: its events, chained and hashed, and where its outcome goes."""
 
     batch: Batch
-    future: asyncio.Future[Outcome] = field(default_factory=_new_future)
+    future: asyncio.Future[Settlement] = field(default_factory=_new_future)
 
-    def settle(self, outcome: Outcome) -> None:
+    def settle(self, outcome: Settlement) -> None:
         """Hand ``outcome`` to the waiting caller (unless it stopped waiting: cancelled)."""
         if not self.future.done():
             self.future.set_result(outcome)
@@ -130,7 +130,7 @@ def batch_item(index: int, pending: Pending) -> dict[str, Any]:
     }
 
 
-def outcome_of(pending: Pending, row: Sequence[Any]) -> Outcome:
+def outcome_of(pending: Pending, row: Sequence[Any]) -> Settlement:
     """What one command's row of :data:`BATCH_APPEND` means, in the order a single append decides it:
     written; else an earlier run of the command id (settled alone); else the game's head says why not."""
     batch = pending.batch
@@ -181,7 +181,7 @@ class GroupCommit:
         self.groups = 0
         self.commands = 0
 
-    async def submit(self, pending: Pending) -> Outcome:
+    async def submit(self, pending: Pending) -> Settlement:
         """Write ``pending`` now if nothing is in flight, else queue it for the next group; its outcome.
 
         The first case is the lone command's: the caller writes it itself, at once, with the

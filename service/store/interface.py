@@ -1,4 +1,4 @@
-"""The abstract store: what the application core may ask of the log and of the game catalogue.
+"""The abstract store: what the application core may ask of the log and of the games table.
 
 :class:`Store` (a :class:`typing.Protocol`) joins :class:`StreamStore` (append with a version check, the
 command ledger, stream and global reads, wake-ups) and :class:`GameCatalogue` (games, seats' token hashes,
@@ -104,7 +104,7 @@ class StreamStore(Protocol):
 
 
 class GameCatalogue(Protocol):
-    """The games: catalogue rows (with their stream's version), seats, seeds, and dispute lookups."""
+    """The games: their rows (with their stream's version), seats, seeds, and dispute lookups."""
 
     async def game(self, game_id: str) -> GameRow | None: ...
 
@@ -120,7 +120,7 @@ class GameCatalogue(Protocol):
 
 
 class Store(StreamStore, GameCatalogue, Protocol):
-    """The whole store: the stream store and the game catalogue, joined by :meth:`create_game`."""
+    """The whole store: the stream store and the games table, joined by :meth:`create_game`."""
 
     async def create_game(
         self,

@@ -41,7 +41,7 @@ from service.store.model import (
 
 @dataclass(slots=True)
 class _Game:
-    """A catalogued game: its row (without the version, which is its stream's), seed and seats."""
+    """A stored game: its row (without the version, which is its stream's), seed and seats."""
 
     variant: str
     players: list[str]
@@ -134,10 +134,10 @@ class MemoryStore(Store):
         """The ids of games as they are appended to (see :class:`~service.store.interface.Wakeups`)."""
         return MemoryWakeups(self._listeners)
 
-    # --- the game catalogue ----------------------------------------------------------------------------
+    # --- the games table ------------------------------------------------------------------------------
 
     async def game(self, game_id: str) -> GameRow | None:
-        """The game's catalogue row and current version, or ``None`` if there is no such game."""
+        """The game's row and current version, or ``None`` if there is no such game."""
         await _turn()
         game = self._games.get(game_id)
         return None if game is None else _row(game_id, game)

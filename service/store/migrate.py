@@ -33,7 +33,7 @@ SERVICE_LOGIN = "uno_audit_service"
 """The login ``uno-audit serve`` connects as: a member of :data:`APP_ROLE` and :data:`PROJECTOR_ROLE`."""
 
 #: Concurrent creators of the cluster-wide login (several databases migrating at once) may collide in
-#: the catalogue; the loser looks again, this many times at most.
+#: PostgreSQL's system catalogue; the loser looks again, this many times at most.
 _LOGIN_ATTEMPTS = 3
 
 

@@ -29,7 +29,7 @@ HASH_VERSIONS = (1, 2)
 
 DISPUTE_TYPES = ("DisputeFiled", "DisputeRuled")
 """The stored types of the audit trail's disputes and rulings (:mod:`service.domain.entries`), which the
-catalogue looks up across games."""
+games table looks up across games."""
 
 CommandRow: TypeAlias = tuple[bytes, int, int]
 """A command recorded in a game's ledger: ``(request_hash, first_version, last_version)``."""
@@ -143,7 +143,7 @@ START = Cursor()
 
 @dataclass(frozen=True, slots=True)
 class GameRow:
-    """A game of the catalogue and its current stream version (0 before its first event)."""
+    """A game of the games table and its current stream version (0 before its first event)."""
 
     game_id: str
     variant: str
@@ -351,6 +351,6 @@ def check_create(
 
 
 def check_limit(limit: int) -> None:
-    """Pages of the global log and of the catalogue hold at least one row."""
+    """Pages of the global log and of the games table hold at least one row."""
     if limit < 1:
         raise ValueError(f"limit must be positive, not {limit}")

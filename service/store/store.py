@@ -1,9 +1,9 @@
-"""The PostgreSQL store: the stream store and the game catalogue over one pool, joined in one unit of work.
+"""The PostgreSQL store: the stream store and the games table over one pool, joined in one unit of work.
 
 :class:`EventStore` is the facade the service uses: it opens the pool, runs the migrations, and is both
 halves of :class:`~service.store.Store` (:class:`~service.store.streams.PostgresStreams` and
 :class:`~service.store.games.PostgresGames` share its pool), plus :meth:`EventStore.create_game`: a game's
-catalogue rows and first events in one statement. Payloads are ``jsonb``, readable with plain SQL.
+game rows and first events in one statement. Payloads are ``jsonb``, readable with plain SQL.
 docs/DESIGN.md ("The abstract store") has more.
 """
 
@@ -20,7 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from service.store.clients import PostgresClients
 from service.store.errors import GameExists
-from service.store.games import CATALOGUE_ROWS, GAME_KEY, PostgresGames, catalogue_params
+from service.store.games import GAME_KEY, NEW_GAME_ROWS, PostgresGames, new_game_params
 from service.store.global_order import Connection
 from service.store.group_commit import DEFAULT_MAX_BATCH
 from service.store.interface import Store
@@ -32,7 +32,7 @@ from service.store.streams import PostgresStreams, maybe_earlier_result, write_p
 #: Seconds to wait for the database (see :meth:`EventStore.open`).
 DEFAULT_TIMEOUT = 5.0
 
-_CREATE_GAME = "WITH " + CATALOGUE_ROWS + "," + write_statement("game AS source")
+_CREATE_GAME = "WITH " + NEW_GAME_ROWS + "," + write_statement("game AS source")
 
 
 class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
@@ -151,7 +151,7 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
     ) -> AppendResult:
         """Create a game and append its first events (versions 1..n), all in one transaction.
 
-        Writes the catalogue row, the secret seed, one row per seat (seat *i* has the SHA-256 of seat
+        Writes the games row, the secret seed, one row per seat (seat *i* has the SHA-256 of seat
         *i*'s token), the command's ledger row and the events chained from
         :data:`~service.store.GENESIS_HASH`. A retry (the game recorded ``command_id`` with the same
         ``request_hash``) returns the first result with ``duplicate=True``; the game's ``command_id``
@@ -162,7 +162,7 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
         batch = Batch(game_id, 0, GENESIS_HASH, events, metadata, command_id, request_hash)
         params = write_params(batch)
         params.update(
-            catalogue_params(
+            new_game_params(
                 variant=variant,
                 players=players,
                 tournament_id=tournament_id,
@@ -173,7 +173,7 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
         )
         async with self._pool.connection() as conn:
             try:
-                # Autocommit: the one statement (catalogue rows, ledger row, events) is its own transaction.
+                # Autocommit: the one statement (game rows, ledger row, events) is its own transaction.
                 cursor = await conn.execute(_CREATE_GAME, params, prepare=True)
                 returned = await cursor.fetchall()
             except pg_errors.UniqueViolation as error:

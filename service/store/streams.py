@@ -4,7 +4,7 @@
 ``(game_id, version)`` and a trigger keep versions without holes and the chain unforked
 (:class:`VersionConflict`); a retried command id gets its first result (:class:`CommandReused` for another
 request); triggers refuse UPDATE, DELETE and TRUNCATE. :func:`write_statement` is what
-``EventStore.create_game`` composes with the catalogue's inserts. docs/DESIGN.md ("One statement per
+``EventStore.create_game`` composes with the games table's inserts. docs/DESIGN.md ("One statement per
 command") says where each guarantee lives.
 """
 
@@ -52,7 +52,7 @@ def write_statement(game_source: str) -> str:
     """The CTEs that write one command: ledger row, events, notification, and the final SELECT.
 
     ``game_source`` is a FROM item named ``source`` with a ``game_id`` column (``(VALUES …)`` for an append,
-    the catalogue's CTE for a new game). The events are written only if the ledger row is new (they join with
+    the CTE of a new game's row). The events are written only if the ledger row is new (they join with
     its RETURNING), so a recorded command id writes nothing and the statement returns no row; so does a
     command id that events carry while the ledger has no row for it (:class:`LedgerMismatch`). The events come
     as one jsonb array (one prepared statement for any number of events) and are inserted in version order, so
@@ -120,7 +120,7 @@ _READER = GlobalReader(EVENT_COLUMNS)
 class PostgresStreams(StreamStore):
     """The stream store over a pool of connections to one database; see the module docstring.
 
-    :class:`~service.store.EventStore` is one (it opens the pool and adds the game catalogue).
+    :class:`~service.store.EventStore` is one (it opens the pool and adds the games table).
     """
 
     def __init__(

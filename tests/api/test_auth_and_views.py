@@ -18,7 +18,7 @@ import pytest
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.api.views import VARIANTS
+from service.api.messages import VARIANTS
 from service.client.bots import BotTable, LoadSummary, RetryPolicy
 from service.domain.catalogue import decode_event
 from service.rules.cards import DECKS, Card, Colour

@@ -16,7 +16,7 @@ from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.api.views import VARIANTS
+from service.api.messages import VARIANTS
 from service.cli.main import main
 from service.client.bots import run_bots
 from service.rules.options import HOUSE_RULES, UNSUPPORTED, Variant

@@ -13,7 +13,7 @@ from google.protobuf import json_format, struct_pb2
 
 from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
-from service.api.views import VARIANTS
+from service.api.messages import VARIANTS
 from service.rules.options import HOUSE_RULES, UNSUPPORTED, Variant
 from service.store import EventStore
 

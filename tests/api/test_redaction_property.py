@@ -56,7 +56,7 @@ from grpc_status import rpc_status
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from service.api import views
+from service.api import messages as views
 from service.api.gen.uno.audit.v1 import audit_pb2 as apb
 from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.gen.uno.audit.v1 import game_pb2 as pb

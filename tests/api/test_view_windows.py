@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.api.views import game_view
+from service.api.messages import game_view
 from service.domain.auth import ADMIN, SPECTATOR, Caller
 from service.rules import fold
 from tests.scenarios.test_corners import both_down_to_one, follow_table

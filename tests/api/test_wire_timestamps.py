@@ -8,7 +8,7 @@ from google.protobuf import timestamp_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.api.views import timestamp
+from service.api.messages import timestamp
 
 moments = st.datetimes(
     min_value=datetime(1970, 1, 1), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)

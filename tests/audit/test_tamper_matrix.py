@@ -171,7 +171,7 @@ def _findings(report: Report) -> set[tuple[int, str]]:
 FOUND: dict[str, Callable[[Report, Played], bool]] = {
     "events": lambda report, played: any(at == played.first for at, _ in _findings(report)),
     "commands": lambda report, played: (played.first, "ledger") in _findings(report),
-    "games": lambda report, played: (1, "catalogue") in _findings(report),
+    "games": lambda report, played: (1, "games") in _findings(report),
     "game_secrets": lambda report, played: report["seed"]["commitment_ok"] is False,
     **dict.fromkeys(
         ("tables", "hands", "round_scores", "match_scores"),

@@ -12,7 +12,7 @@ from projection_support import GAME_SPECS, HOUSE_SPECS, expected_stats, simulate
 from projections.fold import Folder
 from projections.source import Decoder, ProjectionError, copy_unescape
 from projections.views import (
-    GameView,
+    GameFold,
     evolve,
     fold_game,
     hand_rows,
@@ -32,7 +32,7 @@ def _stored_events(game: SimulatedGame) -> list[tuple[str, str]]:
     return [(new.type, json.dumps(new.payload)) for new in map(stored_form, game.events)]
 
 
-def _fold(game: SimulatedGame, tournament: str = "cup") -> GameView:
+def _fold(game: SimulatedGame, tournament: str = "cup") -> GameFold:
     decoder = Decoder()
     return fold_game(
         "g",

@@ -246,7 +246,7 @@ async def test_payloads_that_jsonb_would_change_are_refused(contract_store: Stor
     assert await store.stream_version("g1") == 1
 
 
-# --- the game catalogue --------------------------------------------------------------------------------
+# --- the games table ----------------------------------------------------------------------------------
 
 
 async def test_create_game_rows_and_catalogue(contract_store: Store) -> None:
@@ -542,7 +542,7 @@ async def test_a_retried_create_game_is_a_duplicate(contract_store: Store) -> No
 
 async def test_a_creation_with_a_used_game_id_writes_nothing(contract_store: Store) -> None:
     """A taken game id: the same command with another request is :class:`CommandReused`, another
-    command is :class:`GameExists`; either way no catalogue row, seed, seat or event is written."""
+    command is :class:`GameExists`; either way no games row, seed, seat or event is written."""
     store = contract_store
     await new_game(store, "g1")
     events_before = await events_in(store, "g1")

@@ -1,8 +1,8 @@
-"""The rule sets side by side: :data:`RULE_SETS` is the one place where the four differ in play.
+"""The four variants side by side: :data:`VARIANT_RULES` is the one place where they differ in play.
 
-The decider reads a game's :class:`RuleSet` (``RULE_SETS[state.variant]``) wherever the rule sets part
-ways, instead of asking which variant it is. What a *game* may change is not here but in its options
-(:mod:`service.rules.options`: per-rule-set defaults such as Sonic's single round and
+The decider reads a game's :class:`VariantRules` (``VARIANT_RULES[state.variant]``) wherever the
+variants part ways, instead of asking which variant it is. What a *game* may change is not here but in
+its options (:mod:`service.rules.options`: per-variant defaults such as Sonic's single round and
 ``wd4_wilds_block``, and the UNO Attack edition, which picks the deck): they are fixed at creation and
 recorded, and ``evolve`` needs the deck before any rule runs.
 """
@@ -24,14 +24,14 @@ from service.rules.violations import Rule, Violation
 
 @dataclass(frozen=True, slots=True)
 class Taking:
-    """How a rule set gets cards into hands: from the draw pile, or by pressing UNO Attack's launcher."""
+    """How a variant gets cards into hands: from the draw pile, or by pressing UNO Attack's launcher."""
 
     #: The turn action that takes cards instead of a play: :class:`Draw` (``draw.one``) or
     #: :class:`Press` (``attack.launcher``).
     action: type[Draw] | type[Press]
     #: A rule making ``seat`` take ``count`` cards (the UNO penalty): ``(act, seat, count, cause)``.
     impose: Callable[[Act, int, int, Rule], None]
-    #: The answer to the other turn action, which this rule set does not have.
+    #: The answer to the other turn action, which this variant does not have.
     other_action: Violation
     #: The answer to a pass with nothing to pass on (no drawn card, no follow-up chance).
     nothing_to_pass: Violation
@@ -56,8 +56,8 @@ _LAUNCHER = Taking(
 
 
 @dataclass(frozen=True, slots=True)
-class RuleSet:
-    """What one rule set does its own way."""
+class VariantRules:
+    """What one variant does its own way."""
 
     #: What each face does once played (a face missing here acts as a number card).
     effects: Mapping[Face, Effect]
@@ -67,18 +67,18 @@ class RuleSet:
     taking: Taking
 
 
-#: Every rule set, by variant.
-RULE_SETS: Final[Mapping[Variant, RuleSet]] = MappingProxyType(
+#: The rules of every variant.
+VARIANT_RULES: Final[Mapping[Variant, VariantRules]] = MappingProxyType(
     {
-        Variant.CLASSIC: RuleSet(
+        Variant.CLASSIC: VariantRules(
             effects=classic.EFFECTS, first_card=classic.first_card, taking=_pile(Variant.CLASSIC)
         ),
-        Variant.SONIC: RuleSet(
+        Variant.SONIC: VariantRules(
             effects=sonic.EFFECTS, first_card=sonic.first_card, taking=_pile(Variant.SONIC)
         ),
-        Variant.MARIO_KART: RuleSet(
+        Variant.MARIO_KART: VariantRules(
             effects=mario_kart.EFFECTS, first_card=mario_kart.first_card, taking=_pile(Variant.MARIO_KART)
         ),
-        Variant.ATTACK: RuleSet(effects=attack.EFFECTS, first_card=attack.first_card, taking=_LAUNCHER),
+        Variant.ATTACK: VariantRules(effects=attack.EFFECTS, first_card=attack.first_card, taking=_LAUNCHER),
     }
 )
