@@ -20,23 +20,27 @@ def seat_view(state: State, seat: int) -> SeatView:
     """What ``seat`` sees of ``state``: its own hand and everything public (a Wild Draw Four's offender's
     hand size included, which the table saw)."""
     wd4 = state.wd4
-    # Positional: the bots build a view per decision, and keywords double the cost of building one.
-    return SeatView(
-        seat,
-        state.awaiting,
-        state.hands[seat],
-        state.discard[-1],
-        state.colour,
-        tuple(map(len, state.hands)),
-        state.direction,
-        state.variant,
-        state.options,
-        state.drawn,
-        state.top_by,
-        state.jumpable,
-        state.pending,
-        state.exposed,
-        len(wd4.hand) if wd4 is not None else None,
+    # tuple.__new__ with the fields in order: the bots build a view per decision, and SeatView's own
+    # constructor (keywords, defaults) costs twice as much.
+    return tuple.__new__(
+        SeatView,
+        (
+            seat,
+            state.awaiting,
+            state.hands[seat],
+            state.discard[-1],
+            state.colour,
+            tuple(map(len, state.hands)),
+            state.direction,
+            state.variant,
+            state.options,
+            state.drawn,
+            state.top_by,
+            state.jumpable,
+            state.pending,
+            state.exposed,
+            len(wd4.hand) if wd4 is not None else None,
+        ),
     )
 
 

@@ -136,16 +136,17 @@ class Policy:
 
     def turn(self, view: SeatView) -> Command:
         """A normal turn: one of the playable cards, or taking cards (the launcher in UNO Attack)."""
-        options = self.playable(view)
-        if self.style is Style.SENSIBLE:
-            legal = [c for c in options if c.face is not Face.WILD_DRAW_FOUR or self.wd4_legal(view)]
-            return self.play(view, self.pick_card(view, legal)) if legal else self.take(view)
-        if self.style is Style.EAGER:
+        options = playable_cards(view.hand, view.top, view.colour)
+        style = self.style
+        if style is Style.RANDOM:  # the simulations' bot, first
+            pick = int(self.rng.random() * (len(options) + 1))  # uniform over the cards and the draw
+        elif style is Style.EAGER:
             # Under draw_to_match one draw takes cards until a playable one: nobody does that by choice.
             by_choice = not (options and view.options.draw_to_match)
             pick = self.rng.randrange(len(options) + by_choice)
         else:
-            pick = int(self.rng.random() * (len(options) + 1))  # uniform over the cards and the draw
+            legal = [c for c in options if c.face is not Face.WILD_DRAW_FOUR or self.wd4_legal(view)]
+            return self.play(view, self.pick_card(view, legal)) if legal else self.take(view)
         return self.play(view, options[pick]) if pick < len(options) else self.take(view)
 
     def take(self, view: SeatView) -> Command:
@@ -206,8 +207,9 @@ class Policy:
         if names:
             swap = card.face is Face.SEVEN and self.style is Style.EAGER
             target = self.smallest_hand(view) if swap else self.pick_target(view)
-        traded = view.hand_sizes[target] if target is not None else None
-        passed = view.hand_sizes[view.next_seat(-1)]
+        sizes = view.hand_sizes
+        traded = sizes[target] if target is not None else None
+        passed = sizes[(view.seat - view.direction) % len(sizes)]  # the previous seat's, for a rotation
         left = cards_left(hand, card, view.options, traded, passed)
         uno = left == 1 and self.rng.random() >= self.habits.forget_uno
         return Play(view.seat, card, colour, uno, target, jump_in=jump_in)
