@@ -58,18 +58,44 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _listening(port: int) -> bool:
-    """Whether any socket listens on ``port``, as the kernel lists them (``/proc/net/tcp``, ``tcp6``:
-    state 0A). Not a bind attempt: after the server is gone the kernel may hand the same port to an
-    outgoing connection (it is in the ephemeral range), which a bind would take for a listener."""
+def _listening(port: int, session: int) -> bool:
+    """Whether a process of ``session`` holds a socket listening on ``port``, as the kernel lists them
+    (``/proc/net/tcp``, ``tcp6``: state 0A). Not a bind attempt:
+    after the server is gone the kernel may hand the same port to an outgoing connection (it is in the
+    ephemeral range), which a bind would take for a listener; and another test running beside this one
+    may be handed the port for a server of its own, which is not this server's leftover."""
+    inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with open(table, encoding="ascii") as rows:
             next(rows)
             for row in rows:
-                local, state = row.split()[1], row.split()[3]
-                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                    return True
-    return False
+                fields = row.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(fields[9])
+    return any(f"socket:[{inode}]" in _sockets(pid) for pid in _session_members(session) for inode in inodes)
+
+
+def _session_members(session: int) -> list[int]:
+    """The processes whose session is ``session`` (a process that is gone meanwhile is left out)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[3]) == session:
+                members.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
+def _sockets(pid: int) -> set[str]:
+    """What ``pid``'s open files point to (``socket:[inode]`` for a socket)."""
+    targets = set()
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            targets.add(str(fd.readlink()))
+        except OSError:
+            continue
+    return targets
 
 
 def _alive(pid: int) -> bool:
@@ -229,13 +255,15 @@ async def test_workers_do_not_outlive_a_parent_killed_with_sigkill(
     try:
         workers: list[int] = (await asyncio.to_thread(serve.serving))["pids"]
         assert len(workers) == 3  # two servers and the projector's process
+        session = serve.process.pid  # the session its workers inherit (start_new_session)
+        assert _listening(port, session)  # the check below sees this server's listeners
         os.kill(serve.process.pid, signal.SIGKILL)  # the parent alone, not its process group
         serve.process.wait()
         deadline = time.monotonic() + START_SECONDS  # the kernel's death signal is quick; a bound to wait
         while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         assert not any(_alive(pid) for pid in workers), "a worker outlived its parent's SIGKILL"
-        assert not _listening(port), "something still listens on the killed server's port"
+        assert not _listening(port, session), "a process of the killed server still listens on its port"
 
         again = Serve(tmp_path, "again", *args)  # what a supervisor (or tests/chaos) does next
         try:
