@@ -7,6 +7,7 @@ Each bot shows its seat the state as a :class:`~service.play.policy.SeatView` an
 from __future__ import annotations
 
 import random
+from operator import itemgetter
 from typing import ClassVar
 
 from service.play.policy import Habits, Policy, SeatView, Style
@@ -16,32 +17,19 @@ from service.rules.state import State
 __all__ = ["Habits", "RandomBot", "SensibleBot", "seat_view"]
 
 
+#: The fields a seat view copies from the state as they are, in :class:`SeatView`'s order.
+_PUBLIC = itemgetter(*map(State._fields.index, SeatView._fields[: SeatView._fields.index("seat")]))
+
+
 def seat_view(state: State, seat: int) -> SeatView:
     """What ``seat`` sees of ``state``: its own hand and everything public (a Wild Draw Four's offender's
     hand size included, which the table saw)."""
-    wd4 = state.wd4
-    # tuple.__new__ with the fields in order: the bots build a view per decision, and SeatView's own
+    hands, wd4 = state.hands, state.wd4
+    wd4_hand = None if wd4 is None else len(wd4.hand)
+    own = (seat, hands[seat], state.discard[-1], tuple(map(len, hands)), wd4_hand)
+    # tuple.__new__ over the fields in order: the bots build a view per decision, and SeatView's own
     # constructor (keywords, defaults) costs twice as much.
-    return tuple.__new__(
-        SeatView,
-        (
-            seat,
-            state.awaiting,
-            state.hands[seat],
-            state.discard[-1],
-            state.colour,
-            tuple(map(len, state.hands)),
-            state.direction,
-            state.variant,
-            state.options,
-            state.drawn,
-            state.top_by,
-            state.jumpable,
-            state.pending,
-            state.exposed,
-            len(wd4.hand) if wd4 is not None else None,
-        ),
-    )
+    return tuple.__new__(SeatView, _PUBLIC(state) + own)
 
 
 class RandomBot:
@@ -51,10 +39,11 @@ class RandomBot:
 
     def __init__(self, rng: random.Random, habits: Habits | None = None) -> None:
         self.policy = Policy(rng, habits, self.style)
+        self._act = self.policy.act  # bound once: asked every move
 
     def act(self, state: State) -> Command:
         """The command for the decision the game waits for from this bot (``state.turn``)."""
-        return self.policy.act(seat_view(state, state.turn))
+        return self._act(seat_view(state, state.turn))
 
     def talk(self, state: State, seat: int) -> Command | None:
         """An UNO call or a catch this bot makes now, if any (the open windows are ``state.exposed``)."""

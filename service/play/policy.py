@@ -32,6 +32,12 @@ from service.rules.variants import VARIANT_RULES
 
 COLOURS = tuple(Colour)
 
+# Module constants: Python 3.11 reads an enum member through a descriptor, and the bots decide every move.
+_PLAY, _DRAWN, _FOLLOW_UP = Awaiting.PLAY, Awaiting.DRAWN, Awaiting.FOLLOW_UP
+_WD4_RESPONSE, _STACK = Awaiting.WD4_RESPONSE, Awaiting.STACK
+_COLOUR, _TARGET = Awaiting.COLOUR, Awaiting.TARGET
+_SEVEN, _ITEM_BOX = Face.SEVEN, Face.WILD_ITEM_BOX
+
 
 @dataclass(frozen=True, slots=True)
 class Habits:
@@ -70,24 +76,25 @@ DEFAULT_HABITS: dict[Style, Habits] = {
 
 
 class SeatView(NamedTuple):
-    """What one seat knows when it decides: its hand, the table as everyone sees it, the rules in force.
-    (A tuple rather than a frozen dataclass: the bots make one for every decision, and it is cheaper.)"""
+    """What one seat knows when it decides: the table as everyone sees it and the rules in force, then the
+    seat's own hand. (A tuple rather than a frozen dataclass: the bots make one for every decision, and it
+    is cheaper; the public fields come first, in an order :func:`service.play.bots.seat_view` copies.)"""
 
-    seat: int
     #: What the table waits for (from this seat when it is on turn; out of turn, from another).
     awaiting: Awaiting
-    hand: tuple[Card, ...]
-    top: Card
     colour: Colour | None  # the colour in force
-    hand_sizes: tuple[int, ...]  # every seat's card count, this seat's too
     direction: int
     variant: Variant
     options: Options  # the house rules among them
-    drawn: Card | None = None  # the card this seat drew and may still play
-    top_by: int | None = None  # who played the top card (None for a flipped one)
-    jumpable: bool = False  # a jump-in on the top card may be made now (house.jump-in)
-    pending: int = 0  # the draw penalty waiting for its answer
-    exposed: tuple[int, ...] = ()  # the seats whose missed UNO may be caught now
+    drawn: Card | None  # the card this seat drew and may still play
+    top_by: int | None  # who played the top card (None for a flipped one)
+    jumpable: bool  # a jump-in on the top card may be made now (house.jump-in)
+    pending: int  # the draw penalty waiting for its answer
+    exposed: tuple[int, ...]  # the seats whose missed UNO may be caught now
+    seat: int
+    hand: tuple[Card, ...]
+    top: Card
+    hand_sizes: tuple[int, ...]  # every seat's card count, this seat's too
     #: How many cards the player of the pending Wild Draw Four held, when the seat may know it.
     wd4_hand: int | None = None
 
@@ -111,36 +118,38 @@ class Policy:
         self.rng = rng
         self.style = style
         self.habits = habits or DEFAULT_HABITS[style]
+        # Booleans rather than enum comparisons: the style is asked on most decisions.
+        self._random, self._eager = style is Style.RANDOM, style is Style.EAGER
+        self._sensible = style is Style.SENSIBLE
 
     # --- decisions the game waits for ------------------------------------------------------------------
 
     def act(self, view: SeatView) -> Command:
         """The command for the decision the game waits for from this seat."""
         seat, awaiting = view.seat, view.awaiting
-        if awaiting is Awaiting.PLAY:
+        if awaiting is _PLAY:
             return self.turn(view)
-        if awaiting is Awaiting.DRAWN:
+        if awaiting is _DRAWN:
             return self.after_draw(view)
-        if awaiting is Awaiting.FOLLOW_UP:
+        if awaiting is _FOLLOW_UP:
             options = self.playable(view)
             if options and self.rng.random() < self.habits.follow_up:
                 return self.play(view, self.pick_card(view, options))
             return Pass(seat)
-        if awaiting is Awaiting.WD4_RESPONSE or awaiting is Awaiting.STACK:
+        if awaiting is _WD4_RESPONSE or awaiting is _STACK:
             return self.answer_penalty(view)
-        if awaiting is Awaiting.COLOUR:
+        if awaiting is _COLOUR:
             return Choose(seat, colour=self.pick_colour(view))
-        if awaiting is Awaiting.TARGET:
+        if awaiting is _TARGET:
             return Choose(seat, target=self.pick_target(view))
         raise ValueError(f"a bot cannot act while the game waits for {awaiting.value}")
 
     def turn(self, view: SeatView) -> Command:
         """A normal turn: one of the playable cards, or taking cards (the launcher in UNO Attack)."""
         options = playable_cards(view.hand, view.top, view.colour)
-        style = self.style
-        if style is Style.RANDOM:  # the simulations' bot, first
+        if self._random:  # the simulations' bot, first
             pick = int(self.rng.random() * (len(options) + 1))  # uniform over the cards and the draw
-        elif style is Style.EAGER:
+        elif self._eager:
             # Under draw_to_match one draw takes cards until a playable one: nobody does that by choice.
             by_choice = not (options and view.options.draw_to_match)
             pick = self.rng.randrange(len(options) + by_choice)
@@ -159,7 +168,7 @@ class Policy:
         if drawn is None:
             return Pass(view.seat)
         bluff = drawn.face is Face.WILD_DRAW_FOUR and not self.wd4_legal(view)
-        if self.style is Style.SENSIBLE and bluff and not forced:
+        if self._sensible and bluff and not forced:
             return Pass(view.seat)
         if forced or self.rng.random() < self.habits.play_drawn:
             return self.play(view, drawn)
@@ -171,22 +180,22 @@ class Policy:
         stack = self.stack(view)
         if stack is not None:
             return stack
-        if view.awaiting is Awaiting.STACK or view.options.wd4_any_time:
+        if view.awaiting is _STACK or view.options.wd4_any_time:
             return Accept(view.seat)
         return Challenge(view.seat) if self.wants_challenge(view) else Accept(view.seat)
 
     def stack(self, view: SeatView) -> Play | None:
         """A card to stack on the pending draw penalty (``house.stacking``), or ``None`` to answer it."""
         cards = [c for c in view.hand if stacks_on(c, view.top, view.options.stacking)]
-        if self.style is Style.SENSIBLE:
+        if self._sensible:
             cards = [c for c in cards if c.face is not Face.WILD_DRAW_FOUR or self.wd4_legal(view)]
-        elif self.style is Style.RANDOM and cards and self.rng.random() >= self.habits.stack:
+        elif self._random and cards and self.rng.random() >= self.habits.stack:
             return None
         return self.play(view, self.pick_card(view, cards)) if cards else None
 
     def wants_challenge(self, view: SeatView) -> bool:
         """Whether to challenge the pending Wild Draw Four."""
-        if self.style is Style.SENSIBLE:
+        if self._sensible:
             # The more cards the offender held, the likelier one was of the active colour.
             assert view.wd4_hand is not None
             return view.wd4_hand >= 6 and self.rng.random() < 0.6
@@ -197,22 +206,25 @@ class Policy:
     def play(self, view: SeatView, card: Card, *, jump_in: bool = False) -> Play:
         """The full play of ``card``: the colour and target it names, and the UNO call as this bot makes it
         once the card's own effects on the hand (a trade, a seven-o swap, a rotation) are done."""
-        colour = self.pick_colour(view) if card.is_wild and card.face is not Face.WILD_ITEM_BOX else None
-        hand = view.hand
+        colour = self.pick_colour(view) if card.is_wild and card.face is not _ITEM_BOX else None
+        hand, options, face = view.hand, view.options, card.face
         if card.number is None:
-            names = names_target(card.face, view.options.custom_action)
+            names = names_target(face, options.custom_action)
         else:  # a 7 swaps hands under house.seven-o, unless it goes out
-            names = card.face is Face.SEVEN and view.options.seven_o and len(hand) > 1
-        target = None
+            names = face is _SEVEN and options.seven_o and len(hand) > 1
+        target = traded = None
+        passed = 0
         if names:
-            swap = card.face is Face.SEVEN and self.style is Style.EAGER
-            target = self.smallest_hand(view) if swap else self.pick_target(view)
-        sizes = view.hand_sizes
-        traded = sizes[target] if target is not None else None
-        passed = sizes[(view.seat - view.direction) % len(sizes)]  # the previous seat's, for a rotation
-        left = cards_left(hand, card, view.options, traded, passed)
+            target = self.smallest_hand(view) if face is _SEVEN and self._eager else self.pick_target(view)
+            traded = view.hand_sizes[target]
+        if options.seven_o:  # the previous seat's count, for a rotation (a 0 under house.seven-o only)
+            sizes = view.hand_sizes
+            passed = sizes[(view.seat - view.direction) % len(sizes)]
+        left = cards_left(hand, card, options, traded, passed)
         uno = left == 1 and self.rng.random() >= self.habits.forget_uno
-        return Play(view.seat, card, colour, uno, target, jump_in=jump_in)
+        if jump_in:
+            return Play(view.seat, card, colour, uno, target, jump_in=True)
+        return Play(view.seat, card, colour, uno, target)
 
     def playable(self, view: SeatView) -> list[Card]:
         """The cards in hand that may be played now (``play.match``)."""
@@ -225,7 +237,7 @@ class Policy:
 
     def pick_card(self, view: SeatView, options: Sequence[Card]) -> Card:
         """Which of the playable ``options`` to play."""
-        if self.style is not Style.SENSIBLE:
+        if not self._sensible:
             return self.rng.choice(options)
         threatened = view.hand_sizes[view.next_seat()] <= 2
 
@@ -239,7 +251,7 @@ class Policy:
 
     def pick_colour(self, view: SeatView) -> Colour:
         """The colour to name for a wild."""
-        if self.style is Style.SENSIBLE:
+        if self._sensible:
             counts = Counter(c.colour for c in view.hand if c.colour is not None)
             if counts:
                 return counts.most_common(1)[0][0]
@@ -247,7 +259,7 @@ class Policy:
 
     def pick_target(self, view: SeatView) -> int:
         """The opponent to name."""
-        if self.style is Style.SENSIBLE:
+        if self._sensible:
             return self.smallest_hand(view)
         return self.rng.choice(view.others())
 
@@ -274,7 +286,7 @@ class Policy:
         top = view.top
         if not view.jumpable or view.seat == view.top_by or not any(identical(c, top) for c in view.hand):
             return None
-        if self.style is not Style.EAGER and self.rng.random() >= self.habits.jump_in:
+        if not self._eager and self.rng.random() >= self.habits.jump_in:
             return None
         return self.play(view, top, jump_in=True)
 
