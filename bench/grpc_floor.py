@@ -31,7 +31,7 @@ from google.protobuf import struct_pb2
 from grpc_health.v1 import health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 
 #: The table actions, by method name, with their request types.
 ACTIONS: dict[str, type[Any]] = {

@@ -58,16 +58,16 @@ from psycopg.conninfo import make_conninfo  # noqa: E402
 
 from projections.migrate import apply_migrations  # noqa: E402
 from service.api.config import ServeConfig  # noqa: E402
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb  # noqa: E402
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.server import start_server  # noqa: E402
 from service.client.bots import BotTable, LoadSummary, RetryPolicy  # noqa: E402
 from service.domain import limits  # noqa: E402
 from service.rules.cards import DECKS  # noqa: E402
 from service.rules.options import Variant  # noqa: E402
 from service.store.migrate import SERVICE_LOGIN, ensure_service_login  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 RECORDS = ROOT / "tests" / "data" / "records"

@@ -49,9 +49,9 @@ from psycopg import sql  # noqa: E402
 from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
 from service.api.config import ServeConfig  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.server import RunningServer, start_server  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 #: How long PostgreSQL 15 may hold back an idle backend's counts (PGSTAT_IDLE_INTERVAL), plus a margin.

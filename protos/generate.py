@@ -1,10 +1,11 @@
 """Generate the Python code of the gRPC contract (``protos/uno/audit/v1/*.proto``) with grpcio-tools.
 
-    python protos/generate.py           # write service/api/gen/
+    python protos/generate.py           # write clients/python/src/uno_audit_client/gen/
     python protos/generate.py --check   # exit 1 if the committed code differs from a fresh generation
 
-The output goes to ``service/api/gen/uno/audit/v1/`` with ``.pyi`` stubs. protoc writes absolute imports
-(``from uno.audit.v1 import game_pb2``); they are made relative so the code lives inside ``service``.
+The output goes to the client package's ``uno_audit_client/gen/uno/audit/v1/`` with ``.pyi`` stubs (the
+server imports the same code). protoc writes absolute imports (``from uno.audit.v1 import game_pb2``);
+they are made relative so the code lives inside ``uno_audit_client``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTOS = ROOT / "protos"
-OUT = ROOT / "service" / "api" / "gen"
+OUT = ROOT / "clients" / "python" / "src" / "uno_audit_client" / "gen"
 PACKAGE_DIRS = ("uno", "uno/audit", "uno/audit/v1")
 
 
@@ -71,7 +72,8 @@ def main() -> int:
             if OUT.exists() and _same_tree(fresh, OUT):
                 print("generated gRPC code is up to date")
                 return 0
-            print("service/api/gen differs from protos/: run python protos/generate.py", file=sys.stderr)
+            out = OUT.relative_to(ROOT)
+            print(f"{out} differs from protos/: run python protos/generate.py", file=sys.stderr)
             return 1
         if OUT.exists():
             shutil.rmtree(OUT)

@@ -115,6 +115,9 @@ def _copied() -> list[str]:
         "service/__pycache__/cli.cpython-311.pyc",
         "projections/rebuild.pyc",
         "uno_audit.egg-info/PKG-INFO",
+        "clients/python/src/uno_audit_client.egg-info/PKG-INFO",
+        "clients/python/build/lib/uno_audit_client/client.py",
+        "clients/python/src/uno_audit_client/__pycache__/client.cpython-311.pyc",
         ".mypy_cache/3.11/cache.db",
         ".pytest_cache/v/cache/lastfailed",
         ".hypothesis/examples/x",
@@ -136,13 +139,29 @@ def test_the_build_context_leaves_out_everything_git_ignores_here() -> None:
 
 def test_the_build_context_holds_every_file_the_dockerfile_copies() -> None:
     sources = _copied()
-    assert {"pyproject.toml", "README.md", "service", "projections"} <= set(sources)
+    assert {"pyproject.toml", "README.md", "service", "projections", "clients/python"} <= set(sources)
     git = pathspec.GitIgnoreSpec.from_lines((ROOT / ".gitignore").read_text(encoding="utf-8").splitlines())
     for source in sources:
         found = [ROOT / source] if (ROOT / source).is_file() else (ROOT / source).rglob("*")
         files = [path.relative_to(ROOT).as_posix() for path in found if path.is_file()]
         assert files, source
         assert [path for path in files if not git.match_file(path) and not _sent(path)] == []
+
+
+def test_the_image_copies_every_folder_the_install_takes_packages_from() -> None:
+    """``pip install .`` in the image finds the packages pyproject names where pyproject looks for them:
+    the client package (the generated gRPC code) under clients/python too, copied before the install."""
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        find = tomllib.load(file)["tool"]["setuptools"]["packages"]["find"]
+    sources = _copied()
+    install = DOCKERFILE.index("pip install")
+    for where in find["where"]:
+        if where != ".":
+            assert where.removesuffix("/src") in sources or where in sources, where
+            assert DOCKERFILE.index(f"COPY {where.removesuffix('/src')}") < install, where
+    for top in ("service", "projections", "uno_audit_client"):
+        assert any(include.startswith(top) for include in find["include"]), top
+        assert any((ROOT / where / top / "__init__.py").is_file() for where in find["where"]), top
 
 
 # --- Kubernetes manifests ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from types import ModuleType
 import grpc
 from google.protobuf.descriptor import FileDescriptor
 
-from service.api.gen.uno.audit.v1 import audit_pb2, game_pb2
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2, game_pb2
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "protos" / "docs.py"

@@ -14,8 +14,6 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from service.api.callers import Callers, Context
-from service.api.gen.uno.audit.v1 import checkpoint_pb2 as pb
-from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc
 from service.audit.tournaments import ChainBroken, UnknownTournament, game_head, tournament_leaves
 from service.checkpoints import Checkpoint, TournamentLeaf, game_checkpoint, prove_game, tournament_checkpoint
 from service.checkpoints.keyring import Keyring
@@ -24,6 +22,8 @@ from service.checkpoints.tournament import tournament_tree
 from service.domain import limits
 from service.domain.errors import InvalidInput, NotFound, Precondition
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2_grpc
 
 T = TypeVar("T")
 

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 
 from google.protobuf import struct_pb2, timestamp_pb2
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.domain.auth import Caller
 from service.domain.visibility import Players, jumpable, redact, visible_drawn, visible_hands
 from service.rules.options import Variant
 from service.rules.state import State
 from service.store import StoredEvent
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 
 VARIANTS = {
     Variant.CLASSIC: pb.CLASSIC,

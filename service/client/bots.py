@@ -3,8 +3,9 @@
 Each game is created over the channel (with options: the house rules among them); every seat then acts
 with its own seat token on the view the server gives that seat — the bots know no more than a person at
 the table. What a seat does is decided by :class:`service.play.policy.Policy` (its eager style); this
-module carries it: the seat views made from the replies (:class:`BotTable`, :func:`fold_hands`), the
-commands sent as requests, the retries (:class:`RetryPolicy`) and the receipts kept.
+module carries it: the seat views made from the replies (:class:`BotTable`, :func:`fold_hands`) and the
+commands sent as requests. The transport is the client package's (``uno_audit_client``): the channels, the
+retries with the same command id (:class:`RetryPolicy`) and the receipts kept (:class:`Receipt`).
 """
 
 from __future__ import annotations
@@ -12,19 +13,13 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import json_format
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_before_delay
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.messages import VARIANTS
 from service.domain.catalogue import type_name
 from service.play.policy import Policy, SeatView, Style
@@ -33,6 +28,17 @@ from service.rules.cards import Card, Colour
 from service.rules.commands import Catch, Choose, Command, Play, Reshuffle, StartRound
 from service.rules.events import Awaiting
 from service.rules.options import Options, Variant, make_options
+
+# The transport is the client package's; the names its callers import from here are re-exported.
+from uno_audit_client.client import OWN_CONNECTION, bearer, new_command_id, open_channel
+from uno_audit_client.client import Metadata as Metadata
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
+from uno_audit_client.receipts import Receipt as Receipt
+from uno_audit_client.retry import RETRYABLE as RETRYABLE
+from uno_audit_client.retry import RetryPolicy as RetryPolicy
+from uno_audit_client.retry import retryable as retryable
+from uno_audit_client.retry import server_delay as server_delay
 
 #: The most connections ``run_bots`` opens (one per table played at a time, up to this).
 MAX_CONNECTIONS = 64
@@ -133,73 +139,6 @@ def fold_hands(hands: dict[int, list[str]], events: Iterable[pb.Event], directio
 
 
 Reply = TypeVar("Reply")
-Metadata = tuple[tuple[str, str], ...]
-
-#: Every call the bots make may be repeated: reads change nothing, and a command resent with its command id
-#: is answered with its first result. So a call cut off by our own deadline is retried like an unavailable
-#: server, and so is one the server cancelled (a server that stops gracefully cancels the calls still in
-#: flight when its grace ends; the bots never cancel a call of their own). ABORTED is not here: it means a
-#: version conflict, and the bots never send expected_version.
-RETRYABLE = frozenset(
-    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
-)
-
-
-def retryable(error: BaseException) -> bool:
-    return isinstance(error, grpc.aio.AioRpcError) and error.code() in RETRYABLE
-
-
-def server_delay(error: BaseException | None) -> float:
-    """The wait the server asked for (``google.rpc.RetryInfo.retry_delay`` in the status), else 0."""
-    if not isinstance(error, grpc.aio.AioRpcError):
-        return 0.0
-    try:
-        status = rpc_status.from_call(error)
-    except ValueError:  # a status whose rich form disagrees with its code: no advice to honour
-        return 0.0
-    for detail in status.details if status is not None else ():
-        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            info = error_details_pb2.RetryInfo()
-            detail.Unpack(info)
-            return max(0.0, float(info.retry_delay.ToTimedelta().total_seconds()))
-    return 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How long and how often a call is repeated while the server is unavailable.
-
-    The n-th wait is the server's RetryInfo delay (its floor: the server knows when it may be back) plus a
-    random share of ``first_backoff * 2**(n-1)`` or of ``backoff_cap`` if less (full jitter, so clients
-    that failed together do not come back together), and at most ``backoff_cap`` in all. No retry starts
-    once ``retry_for`` seconds would have passed since the first attempt (0: never retry); each attempt has
-    ``call_timeout`` seconds.
-
-    This is done here rather than by a ``retryPolicy`` in the channel's service config (README "Retrying")
-    because gRPC's own retries are invisible to the caller, so they cannot be counted, stop after 5 attempts
-    whatever their backoff — too few to outlast a restart — and do not read RetryInfo.
-    """
-
-    retry_for: float = 60.0
-    backoff_cap: float = 5.0
-    first_backoff: float = 0.05
-    call_timeout: float = 30.0
-
-    def wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome is not None else None
-        # The exponent stops growing long after the cap is reached: 2**n would overflow a float in a day.
-        ceiling = min(self.backoff_cap, self.first_backoff * 2.0 ** min(state.attempt_number - 1, 64))
-        jitter = random.uniform(0, ceiling)
-        return min(self.backoff_cap, server_delay(error) + jitter)
-
-    def retrying(self, on_retry: Callable[[RetryCallState], None]) -> AsyncRetrying:
-        return AsyncRetrying(
-            retry=retry_if_exception(retryable),
-            wait=self.wait,
-            stop=stop_before_delay(self.retry_for),
-            before_sleep=on_retry,
-            reraise=True,  # the caller sees the last status, not tenacity's RetryError
-        )
 
 
 @dataclass(slots=True)
@@ -220,6 +159,8 @@ class LoadSummary:
     view_reads: int = 0
     seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
+    #: The games played to their end, in the order they ended (not in the JSON: one id per game).
+    game_ids: list[str] = field(default_factory=list)
 
     def percentile(self, p: float) -> float:
         if not self.latencies_ms:
@@ -242,24 +183,6 @@ class LoadSummary:
             "p50_ms": round(self.percentile(50), 3),
             "p99_ms": round(self.percentile(99), 3),
         }
-
-
-def _auth(token: str) -> Metadata:
-    return (("authorization", f"Bearer {token}"),)
-
-
-@dataclass(frozen=True, slots=True)
-class Receipt:
-    """A reply's signed checkpoint, as a player keeps it: for which game, which seat's command (``None``
-    for the creation), at which version (docs/CHECKPOINTS.md)."""
-
-    game_id: str
-    seat: int | None
-    version: int
-    receipt: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"game_id": self.game_id, "seat": self.seat, "version": self.version, "receipt": self.receipt}
 
 
 class BotTable:
@@ -328,10 +251,10 @@ class BotTable:
         async def attempt() -> Reply:
             return await rpc(request, metadata=metadata, timeout=self.policy.call_timeout)
 
-        reply: Reply = await self.policy.retrying(self._retried)(attempt)
+        reply: Reply = await self.policy.run(attempt, self._retried)
         return reply
 
-    def _retried(self, _: RetryCallState) -> None:
+    def _retried(self, _attempt: int, _error: BaseException) -> None:
         self.retries += 1
         self.summary.retries += 1
         if self.progress is not None:
@@ -347,7 +270,7 @@ class BotTable:
         while True:
             retries = self.retries
             request = pb.CreateGameRequest(
-                command_id=str(uuid.uuid4()),
+                command_id=new_command_id(),
                 variant=VARIANTS[variant],
                 players=[f"bot{i + 1}" for i in range(players)],
                 tournament_id=tournament_id,
@@ -376,7 +299,7 @@ class BotTable:
         started = time.perf_counter()
         try:
             reply: pb.CommandReply = await self.call(
-                getattr(self.stub, method), request, _auth(self.tokens[seat])
+                getattr(self.stub, method), request, bearer(self.tokens[seat])
             )
         except grpc.aio.AioRpcError as error:
             if error.code() is not grpc.StatusCode.FAILED_PRECONDITION:
@@ -394,12 +317,12 @@ class BotTable:
         return reply
 
     def header(self) -> pb.CommandHeader:
-        return pb.CommandHeader(game_id=self.game_id, command_id=str(uuid.uuid4()))
+        return pb.CommandHeader(game_id=self.game_id, command_id=new_command_id())
 
     async def view_of(self, seat: int) -> pb.GameView:
         """``seat``'s view read with GetGame (the bots' only read)."""
         request = pb.GetGameRequest(game_id=self.game_id)
-        view: pb.GameView = await self.call(self.stub.GetGame, request, _auth(self.tokens[seat]))
+        view: pb.GameView = await self.call(self.stub.GetGame, request, bearer(self.tokens[seat]))
         self.summary.view_reads += 1
         self.follow(view, None)
         return view
@@ -582,11 +505,8 @@ async def run_bots(
     # A connection per table at a time (up to MAX_CONNECTIONS): a server of several workers shares its
     # port by connection, and channels to one address in one process share one connection unless each has
     # its own subchannel pool.
-    own_connection = [("grpc.use_local_subchannel_pool", 1)]
     channels = [
-        grpc.aio.insecure_channel(address, options=own_connection)
-        if credentials is None
-        else grpc.aio.secure_channel(address, credentials, options=own_connection)
+        open_channel(address, credentials, OWN_CONNECTION)
         for _ in range(max(1, min(concurrency, MAX_CONNECTIONS)))
     ]
     free: asyncio.Queue[pb_grpc.GameServiceStub] = asyncio.Queue()
@@ -602,6 +522,7 @@ async def run_bots(
                 await table.play(variant, players, target_score, tournament_id)
             finally:
                 free.put_nowait(stub)
+            summary.game_ids.append(table.game_id)
             summary.games += 1
             if progress is not None:
                 progress(summary)

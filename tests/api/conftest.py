@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import grpc
 import pytest
 
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 pytest.register_assert_rewrite("tests.api.support")
 

@@ -15,14 +15,14 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.domain.catalogue import decode_event
 from service.rules.cards import DECKS, Card
 from service.rules.events import GameCreated
 from service.rules.state import HAND_SIZE, State, fold
 from service.store import GENESIS_HASH, EventStore, StoredEvent
 from service.store.model import stored_hash
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 ADMIN_TOKEN = "test-admin"
 Metadata = tuple[tuple[str, str], ...]

@@ -16,8 +16,6 @@ from typing import Any
 import grpc
 import pytest
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.messages import VARIANTS
 from service.client.bots import BotTable, LoadSummary, RetryPolicy
 from service.domain.catalogue import decode_event
@@ -27,6 +25,8 @@ from service.rules.legality import playable_cards
 from service.rules.options import Variant
 from service.rules.state import State, deal, evolve, new_state
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import (
     ADMIN,

@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.messages import VARIANTS
 from service.client.bots import run_bots
 from service.rules.options import Variant
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN, assert_chain, assert_view_matches, folded
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.client.bots import BotTable, LoadSummary, RetryPolicy
 from service.rules.options import Variant
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import deal_from
 from .test_house_bot_games import every_house_rule

@@ -19,13 +19,13 @@ from grpc_status import rpc_status
 
 from service.api.access import Access, Quotas, is_loopback
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
 from service.cli.main import build_parser, main
 from service.cli.serve import _access
 from service.store import EventStore, NewEvent
 from service.store.migrate import apply_migrations
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN, ADMIN_TOKEN, auth, count_rows, error_info, fails_with, new_id
 

@@ -28,10 +28,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.hostile import BUGS, DEEPEST_STRUCT, RPCS, Call, HostileClient, Rpc
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.messages import VARIANTS
 from service.client.bots import BotTable, LoadSummary, RetryPolicy
 from service.rules.cards import DECKS, Card, Colour
@@ -39,6 +35,10 @@ from service.rules.legality import playable_cards
 from service.rules.options import HOUSE_RULES, OptionError, Variant, make_options
 from tests.test_record_fuzz import SOURCES, record_texts
 from tests.tiers import examples
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN, ADMIN_TOKEN, auth, count_rows, deal_from, error_info, fails_with, new_id
 

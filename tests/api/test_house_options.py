@@ -11,11 +11,11 @@ import grpc
 import pytest
 from google.protobuf import json_format, struct_pb2
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.messages import VARIANTS
 from service.rules.options import HOUSE_RULES, UNSUPPORTED, Variant
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import bad_request, count_rows, error_info, fails_with, folded, new_id
 

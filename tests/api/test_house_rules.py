@@ -12,11 +12,11 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.domain import visibility
 from service.domain.catalogue import GAME_TYPES
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import (
     ADMIN,

@@ -10,11 +10,11 @@ import grpc
 import pytest
 import structlog
 
-from service.api.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.app.auditor import Auditor
 from service.app.handler import CommandHandler
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2, audit_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN, create_game, error_info, fails
 

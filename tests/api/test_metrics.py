@@ -27,13 +27,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from projections.migrate import apply_migrations
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import ListenError, RunningServer, start_server
 from service.client.bots import run_bots
 from service.rules.options import Variant
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from . import support
 from .support import ADMIN, ADMIN_TOKEN, create_scripted, deal_from, error_info, fails, header, new_id

@@ -25,9 +25,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from projections.migrate import apply_migrations
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, configure_logging, start_server
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN_TOKEN, arranged_deck, count_rows, create_game, error_info, fails, header
 

@@ -10,12 +10,6 @@ import grpc
 import pytest
 from google.protobuf import struct_pb2
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as audit_pb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc as audit_grpc
-from service.api.gen.uno.audit.v1 import checkpoint_pb2 as cp
-from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.checkpoints import (
     CheckpointError,
     GameInclusion,
@@ -29,6 +23,12 @@ from service.checkpoints import (
 )
 from service.store import EventStore
 from tests.rewrite import marked_at, rewrite_recomputing_chain
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as audit_pb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc as audit_grpc
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2 as cp
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN, SCRIPT_DECK, Game, create_scripted, fails_with, header, new_id, play_script
 

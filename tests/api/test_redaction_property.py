@@ -57,10 +57,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from service.api import messages as views
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer
 from service.domain import visibility
 from service.domain.catalogue import split, type_name
@@ -74,6 +70,10 @@ from service.rules.options import ATTACK_EDITIONS, HOUSE_RULES, UNSUPPORTED, Var
 from service.rules.state import HAND_SIZE, State, evolve, new_state
 from service.store import EventStore
 from tests.tiers import examples
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN, Metadata, auth, deal_from, new_id
 

@@ -29,13 +29,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from projections.migrate import apply_migrations
 from service.api.access import new_client_key
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import ListenError, start_server
 from service.api.workers import probe_listen
 from service.domain.auth import token_hash
 from service.store.clients import add_client
 from tests import tiers
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin

@@ -10,12 +10,12 @@ import grpc
 import pytest
 
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
 from service.client.bots import RetryPolicy, run_bots
 from service.rules.options import Variant
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN_TOKEN, assert_chain, commands_of, create_scripted, header
 

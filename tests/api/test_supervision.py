@@ -29,12 +29,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from projections.migrate import apply_migrations
 from projections.projector import read_lag
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import SUPERVISION_SERVICE
 from service.api.workers import BACKOFF_FIRST_SECONDS, BACKOFF_MAX_SECONDS, CRASH_LOOP_RESTARTS, backoff
 from service.checkpoints.keys import Signer, write_signer
 from service.client.bots import LoadSummary, run_bots
 from service.rules.options import Variant
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .test_serve_workers import (
     START_SECONDS,

@@ -29,12 +29,12 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from projections.migrate import apply_migrations
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
 from service.api.tls import TLSError, channel_credentials, server_tls
 from service.client.bots import run_bots
 from service.rules.options import Variant
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN_TOKEN, deal_from, new_id
 

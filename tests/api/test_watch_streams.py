@@ -20,12 +20,12 @@ import pytest
 from projections.migrate import apply_migrations
 from service.api.access import Access, Quotas
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
 from service.domain.catalogue import encode
 from service.domain.entries import DisputeFiled
 from service.store import EventStore, NewEvent
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:  # the root conftest is not importable as a module of a package
     from tests.conftest import ServiceLogin

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 
 
 class CountedReads:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
 
 pytest.register_assert_rewrite("tests.api.support", "tests.audit.support")
 

@@ -23,13 +23,13 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
 from tests.api.shared_server import shared_address, shared_channel, shared_server  # noqa: F401
 from tests.api.support import ADMIN, Game, arranged_deck, create_game, fails_with, header
 from tests.test_verify_rulings import WILDS_BLOCK  # the same cases, over the live service
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 
 # Every test plays games of its own and reads nothing else: one server for the module.
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -12,9 +12,6 @@ import psycopg
 import pytest
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
 from service.domain.limits import MAX_RECORD_BYTES
 from service.records.record import read_record
@@ -31,6 +28,9 @@ from tests.api.support import (
     header,
     new_id,
 )
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 
 from .support import store_simulated
 

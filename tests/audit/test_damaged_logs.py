@@ -38,8 +38,6 @@ from hypothesis import strategies as st
 from psycopg.types.json import Jsonb
 
 from projections import Projector
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
 from service.app import auditor as auditor_module
 from service.app.auditor import Auditor
@@ -59,6 +57,8 @@ from tests import golden
 from tests.api.support import ADMIN
 from tests.projections.projection_support import simulate, store_game
 from tests.tiers import examples
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
 
 from .logs import imported_rows
 from .test_tamper import tamper

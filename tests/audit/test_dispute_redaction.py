@@ -21,10 +21,10 @@ import grpc
 import pytest
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from tests.api.support import ADMIN, Metadata, create_game, fails_with, new_id
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 
 from .test_adjudication import ANN, BOB, ILLEGAL, Table, down_to_one, wd4_played
 

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 from service.api.server import RunningServer
 from service.domain.catalogue import decode_entry
 from service.domain.entries import DisputeFiled, DisputeRuled
 from service.store import NewEvent
 from tests.api.shared_server import shared_address, shared_channel, shared_server  # noqa: F401
 from tests.api.support import ADMIN, Metadata, auth, new_id
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
 
 from .disputed import (
     ANN,

@@ -10,9 +10,6 @@ from collections.abc import Callable
 
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
 from service.api.server import RunningServer
 from service.app.auditor import Auditor
 from service.play.simulate import SimulatedGame, play_game
@@ -23,6 +20,9 @@ from service.rules.violations import Rule
 from service.store import EventStore
 from tests.api.support import ADMIN, arranged_deck, create_game, new_id
 from tests.projections.projection_support import store_game
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 
 
 def altered(

@@ -21,8 +21,6 @@ import psycopg
 import pytest
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
 from service.audit.chain import ChainFinding, check_import
 from service.audit.log import GameLog
@@ -30,6 +28,8 @@ from service.audit.stored_game import verify_game
 from service.cli.main import main
 from tests.api.support import ADMIN, new_id
 from tests.rewrite import rewrite_recomputing_chain
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
 
 from .logs import imported_rows
 from .test_damaged_logs import rehashed

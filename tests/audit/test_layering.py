@@ -18,13 +18,16 @@ from .support import store_simulated
 ROOT = Path(__file__).parent.parent.parent
 
 #: Each package's layer. A module may import its own package and any package of a lower layer, never
-#: one of its own layer or above. The generated protobuf code (``service.api.gen``) is the wire
-#: contract: it imports nothing of the project, and the API and its clients stand on it.
+#: one of its own layer or above. The generated protobuf code (``uno_audit_client.gen``, in the client
+#: package ``clients/python``) is the wire contract: it imports nothing of the project, and the API and its
+#: clients stand on it. The client package stands on it alone (:func:`test_the_client_package_imports_
+#: nothing_of_the_server`), and the bots (``service.client``) on the client package.
 LAYERS: dict[str, int] = {
     "service.rules": 0,
     "service.store": 0,
     "service.ops": 0,
-    "service.api.gen": 0,
+    "uno_audit_client.gen": 0,
+    "uno_audit_client": 1,
     "service.checkpoints": 1,
     "service.play": 1,
     "service.domain": 2,
@@ -38,12 +41,18 @@ LAYERS: dict[str, int] = {
 }
 
 
+#: The project's top-level packages, each with the folder its dotted names are relative to.
+TOPS = {"service": ROOT, "projections": ROOT, "uno_audit_client": ROOT / "clients" / "python" / "src"}
+GENERATED = "uno_audit_client.gen"
+
+
 def modules() -> dict[str, Path]:
-    """Every module of ``service`` and ``projections`` by its dotted name (generated code left out)."""
+    """Every module of ``service``, ``projections`` and the client package by its dotted name (generated
+    code left out)."""
     found = {}
-    for top in ("service", "projections"):
-        for path in (ROOT / top).rglob("*.py"):
-            parts = path.relative_to(ROOT).with_suffix("").parts
+    for top, base in TOPS.items():
+        for path in (base / top).rglob("*.py"):
+            parts = path.relative_to(base).with_suffix("").parts
             if "gen" in parts or parts == ("service", "__init__"):  # generated code; an empty package
                 continue
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
@@ -75,11 +84,13 @@ def imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
         else:
             continue
         for name in names:
-            if name.split(".")[0] in ("service", "projections"):
+            if name.split(".")[0] in TOPS:
                 yield node.lineno, name
 
 
 def owning_module(name: str, known: dict[str, Path]) -> str:
+    if name == GENERATED or name.startswith(GENERATED + "."):
+        return GENERATED  # one node: its modules are left out of ``known``
     while name not in known and "." in name:
         name = name.rsplit(".", 1)[0]
     return name
@@ -125,6 +136,28 @@ def test_no_import_cycle() -> None:
 
 def test_every_package_has_a_layer() -> None:
     assert all(package_of(module) for module in modules())
+
+
+def test_the_client_package_imports_nothing_of_the_server() -> None:
+    """``uno-audit-client`` installs alone: its modules import only themselves and the generated code (and
+    no database driver), lazily or not."""
+    known = modules()
+    client = {module: path for module, path in known.items() if package_of(module) == "uno_audit_client"}
+    assert "uno_audit_client.client" in client
+    wrong = []
+    for path in sorted(client.values()):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] in ("service", "projections", "psycopg", "psycopg_pool", "tenacity"):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert not wrong, "\n".join(wrong)
 
 
 async def test_the_auditor_reports_the_read_model_check_it_is_given(store: EventStore) -> None:

@@ -15,16 +15,16 @@ from typing import Any
 import grpc
 import pytest
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
-from service.api.gen.uno.audit.v1 import checkpoint_pb2 as cp
-from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
 from service.api.server import RunningServer
 from service.play.simulate import play_game
 from service.rules.options import Variant
 from service.store import VersionConflict
 from tests.api.support import ADMIN, count_rows, create_game, error_info, fails_with, new_id
 from tests.projections.projection_support import store_game
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2 as cp
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
 
 from .disputed import CATCH_PLAY_POSITION, catch_record
 from .support import store_simulated

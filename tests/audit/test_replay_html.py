@@ -12,8 +12,6 @@ import grpc
 import markupsafe
 import pytest
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
 from service.app.auditor import Auditor
 from service.audit.replay_html import SeatError, record_replay_html
@@ -25,6 +23,8 @@ from service.records.verify import verify_record
 from service.rules.options import Variant
 from service.store import EventStore
 from tests.api.support import ADMIN, fails_with
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
 
 from .support import store_simulated
 

@@ -10,8 +10,6 @@ import psycopg
 import pytest
 from google.protobuf import json_format
 
-from service.api.gen.uno.audit.v1 import audit_pb2 as apb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc
 from service.api.server import RunningServer
 from service.app.auditor import Auditor
 from service.audit.game_report import GameStatus
@@ -20,6 +18,8 @@ from service.rules.options import Variant
 from service.store import EventStore
 from service.store.model import stored_hash
 from tests.api.support import ADMIN
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc
 
 from .support import store_simulated
 

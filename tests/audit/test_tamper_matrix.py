@@ -24,15 +24,15 @@ import pytest_asyncio
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from service.api.gen.uno.audit.v1 import checkpoint_pb2 as cp
-from service.api.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.cli.main import main
 from tests.api.shared_server import serving
 from tests.api.support import SCRIPT_DECK, SCRIPT_HANDS, create_game, header
 from tests.postgres import PostgresServer
 from tests.rewrite import rewrite_recomputing_chain
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2 as cp
+from uno_audit_client.gen.uno.audit.v1 import checkpoint_pb2_grpc as cp_grpc
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(240)]
 

@@ -15,7 +15,6 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from projections.migrate import apply_migrations as migrate_all
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer
 from service.store import EventStore, apply_migrations
 from service.store.migrate import (
@@ -26,6 +25,7 @@ from service.store.migrate import (
 )
 from tests.api.conftest import address, channel, server, stub  # noqa: F401  (fixtures)
 from tests.api.support import create_scripted, play_script
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import new_game
 
