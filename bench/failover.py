@@ -43,9 +43,10 @@ from bench.chaos import (  # noqa: E402
     Stopped,
     _say,
     render,
+    verify_all,
     wait_serving,
 )
-from deploy.ha.cluster import DATABASE, Cluster, available  # noqa: E402
+from deploy.ha.cluster import DATABASE, Cluster, available, restore, stop_restored  # noqa: E402
 from service.client.bots import Metadata  # noqa: E402
 from service.rules.options import Variant  # noqa: E402
 from service.store.migrate import SERVICE_LOGIN  # noqa: E402
@@ -224,8 +225,8 @@ class Failover(Chaos):
             self.failures.append(f"{bare} UNAVAILABLE without RetryInfo: {dict(CheckedTable.bare)}")
         allowed = {"OK", "UNAVAILABLE", "FAILED_PRECONDITION"}  # the refused challenges are on purpose
         others = {code: n for code, n in self.journal.statuses.items() if code not in allowed}
+        figures.update(await self._standby_and_restore(), failovers=promotions)
         figures.update(
-            failovers=promotions,
             primaries=[f"{fault}: {before} -> {after}" for fault, before, after in self.failovers],
             faults={kind: self.done[kind] for kind in FAULTS},
             seconds_to_serving=self.to_serving,
@@ -233,6 +234,29 @@ class Failover(Chaos):
             other_statuses=others,
         )
         return figures
+
+    async def _standby_and_restore(self) -> dict[str, Any]:
+        """``verify --all`` through the standby (the reads that may lag), and on a base backup of the
+        primary restored as a lone server: both must see every game valid."""
+        games = (await verify_all(self.cluster.dsn()))["games"]
+        standby = await verify_all(self.cluster.dsn(standby=True))
+        backup, pgdata = self.workdir / "backup", self.workdir / "restored"
+        started = time.monotonic()
+        await asyncio.to_thread(self.cluster.backup, backup)
+        backup_seconds = round(time.monotonic() - started, 2)
+        restored_dsn = await asyncio.to_thread(restore, self.cluster, backup, pgdata)
+        try:
+            restored = await verify_all(restored_dsn)
+        finally:
+            await asyncio.to_thread(stop_restored, self.cluster, pgdata)
+        for where, found in (("the standby", standby), ("the restored backup", restored)):
+            if found["invalid"] or found["games"] < games:
+                self.failures.append(f"verify --all on {where}: {found['games']} of {games} games, {found}")
+        return {
+            "standby_verify": {"games": standby["games"], "invalid": len(standby["invalid"])},
+            "restore": {"backup_seconds": backup_seconds, "games": restored["games"],
+                        "invalid": len(restored["invalid"])},
+        }  # fmt: skip
 
 
 async def run_failover(plan: FailoverPlan, *, keep: bool = False) -> Report:

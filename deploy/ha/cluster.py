@@ -139,7 +139,12 @@ class Cluster:
         }
 
     def _command(self, *args: str) -> list[str]:
-        command = ["env", "-i", *(f"{k}={v}" for k, v in self._env().items()), "pg_autoctl", *args]
+        return self.as_account(
+            ["env", "-i", *(f"{k}={v}" for k, v in self._env().items()), "pg_autoctl", *args]
+        )
+
+    def as_account(self, command: list[str]) -> list[str]:
+        """``command``, run as the servers' system user when we are root."""
         if self.account is None:
             return command
         # setpriv rather than Popen(user=...): changing user makes subprocess fork instead of vfork, which
@@ -290,12 +295,14 @@ class Cluster:
         self._wait(healthy, timeout, "no primary with a synchronous secondary")
         return found[-1]
 
-    def dsn(self, user: str | None = None) -> str:
-        """The multi-host DSN: libpq tries both nodes and keeps the one that takes writes."""
+    def dsn(self, user: str | None = None, *, standby: bool = False) -> str:
+        """The multi-host DSN: libpq tries both nodes and keeps the one that takes writes (with
+        ``standby``: the one that does not, for the reads that may lag)."""
         ports = ",".join(str(node.port) for node in self.nodes.values())
+        attrs = "standby" if standby else "read-write"
         return (
             f"host=127.0.0.1,127.0.0.1 port={ports} dbname={DATABASE} user={user or self.superuser} "
-            "target_session_attrs=read-write connect_timeout=3"
+            f"target_session_attrs={attrs} connect_timeout=3"
         )
 
     def switchover(self) -> None:
@@ -392,6 +399,36 @@ class Cluster:
                 raise ClusterError(f"{program} failed: {done.stderr.strip()}")
 
 
+def restore(cluster: Cluster, backup: Path, pgdata: Path) -> str:
+    """Start a lone server on a copy of ``backup`` in ``pgdata``, on a free port; its DSN. A restored node
+    has no standby yet, so it waits for none (else its commits would wait for ever)."""
+    shutil.copytree(backup, pgdata)
+    for name in ("standby.signal", "recovery.signal", "postmaster.pid"):
+        (pgdata / name).unlink(missing_ok=True)
+    port = free_port()
+    with (pgdata / "postgresql.auto.conf").open("a") as out:
+        out.write(f"port = {port}\nsynchronous_standby_names = ''\nprimary_conninfo = ''\n")
+    if cluster.account is not None:
+        for path in (pgdata, *pgdata.rglob("*")):
+            os.chown(path, cluster.account.pw_uid, cluster.account.pw_gid)
+    pgdata.chmod(0o700)
+    _pg_ctl(cluster, pgdata, "start", "-w", "-l", str(pgdata / "restored.log"))
+    return f"host=127.0.0.1 port={port} dbname={DATABASE} user={cluster.superuser} connect_timeout=3"
+
+
+def stop_restored(cluster: Cluster, pgdata: Path) -> None:
+    """Stop a server :func:`restore` started, and remove its folder."""
+    _pg_ctl(cluster, pgdata, "stop", "-m", "fast", "-w")
+    shutil.rmtree(pgdata, ignore_errors=True)
+
+
+def _pg_ctl(cluster: Cluster, pgdata: Path, *args: str) -> None:
+    command = cluster.as_account([str(cluster.bindir / "pg_ctl"), "-D", str(pgdata), *args])
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise ClusterError(f"pg_ctl {args[0]} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -415,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     status.add_argument("--json", action="store_true")
     dsn = sub.add_parser("dsn", help="the multi-host DSN")
     dsn.add_argument("--user", help="the login (default: the servers' superuser)")
+    dsn.add_argument("--standby", action="store_true", help="the standby's, for the reads that may lag")
     sub.add_parser("switchover", help="a planned switchover")
     for name in ("kill-postmaster", "kill-node", "stop-node", "run-node"):
         sub.add_parser(name).add_argument("node", choices=NODES)
@@ -448,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"(assigned {node['assigned_group_state']}) lsn {node['reported_lsn']}"
                 )
         elif args.command == "dsn":
-            print(cluster.dsn(args.user))
+            print(cluster.dsn(args.user, standby=args.standby))
         elif args.command == "switchover":
             cluster.switchover()
             print("primary: {} secondary: {}".format(*cluster.wait_healthy()))

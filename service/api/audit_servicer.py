@@ -19,8 +19,6 @@ import structlog
 from google.protobuf import struct_pb2
 
 from service.api.callers import Callers, Context
-from service.api.gen.uno.audit.v1 import audit_pb2 as pb
-from service.api.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
 from service.api.metrics import verdict_of
 from service.api.servicer import request_hash_of
 from service.app.auditor import Auditor
@@ -39,6 +37,8 @@ from service.domain.errors import (
 )
 from service.domain.visibility import redact
 from service.ops import metrics
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc as pb_grpc
 
 log = structlog.get_logger("uno_audit.audit")
 
@@ -151,8 +151,13 @@ def _dispute_key(page_token: str) -> tuple[str, int]:
 class AuditService(pb_grpc.AuditServiceServicer):
     """The ``uno.audit.v1.AuditService`` implementation."""
 
-    def __init__(self, auditor: Auditor, callers: Callers, keyring: Keyring) -> None:
+    def __init__(
+        self, auditor: Auditor, callers: Callers, keyring: Keyring, *, reader: Auditor | None = None
+    ) -> None:
         self.auditor = auditor
+        #: Serves the reads that may lag (from a standby): verifying, exporting and replaying without a
+        #: seed reveal, which appends an entry and so stays with ``auditor``.
+        self.reader = reader or auditor
         self.callers = callers
         self.keyring = keyring
 
@@ -170,7 +175,7 @@ class AuditService(pb_grpc.AuditServiceServicer):
         notes = limits.receipts(request.receipts, "receipts")
         self.callers.admin(context)
         check = request.check_projections if request.HasField("check_projections") else True
-        report = await self.auditor.verify(
+        report = await (self.auditor if request.reveal_seed else self.reader).verify(
             game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
         )
         checks = []
@@ -300,14 +305,15 @@ class AuditService(pb_grpc.AuditServiceServicer):
         game_id = limits.identifier(request.game_id, "game_id")
         command_id = limits.identifier(request.command_id, "command_id") if request.reveal_seed else None
         self.callers.admin(context)
-        text = await self.auditor.export(game_id, reveal_seed=request.reveal_seed, command_id=command_id)
+        auditor = self.auditor if request.reveal_seed else self.reader
+        text = await auditor.export(game_id, reveal_seed=request.reveal_seed, command_id=command_id)
         return pb.ExportGameReply(record=text, sha256=hashlib.sha256(text.encode()).hexdigest())
 
     async def ReplayGame(self, request: pb.ReplayGameRequest, context: Context) -> pb.ReplayGameReply:
         game_id = limits.identifier(request.game_id, "game_id")
         self.callers.admin(context)
         seat = request.as_seat if request.HasField("as_seat") else None
-        return pb.ReplayGameReply(html=await self.auditor.replay(game_id, seat=seat))
+        return pb.ReplayGameReply(html=await self.reader.replay(game_id, seat=seat))
 
     async def ImportRecord(self, request: pb.ImportRecordRequest, context: Context) -> pb.ImportRecordReply:
         tokens: list[str] = []

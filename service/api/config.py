@@ -50,6 +50,9 @@ class ServeConfig:
     tls: ServerTLS | None = None
     #: Server processes on the one port (above 1: :mod:`service.api.workers`).
     workers: int = 1
+    #: A database for the reads that may lag behind the log (a standby): seed-free VerifyGame, ExportGame,
+    #: ReplayGame, and GetStandings. None: the primary serves them too.
+    read_database_url: str | None = None
     log_format: str = "json"
     log_level: str = "info"
 

@@ -30,14 +30,6 @@ from service.api.checkpoint_servicer import CheckpointService
 from service.api.config import GRACE_SECONDS, ServeConfig
 from service.api.config import ListenError as ListenError  # the command line imports it from here
 from service.api.errors import ErrorStatuses
-from service.api.gen.uno.audit.v1 import (
-    audit_pb2,
-    audit_pb2_grpc,
-    checkpoint_pb2,
-    checkpoint_pb2_grpc,
-    game_pb2,
-    game_pb2_grpc,
-)
 from service.api.metrics import CallMetrics, Exporter, start_exporter
 from service.api.notify import Notifier
 from service.api.reflection import enable_reflection
@@ -53,6 +45,14 @@ from service.ops import metrics
 from service.ops.logging import configure_logging as configure_logging  # the command line imports it here
 from service.ops.logging import logger
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import (
+    audit_pb2,
+    audit_pb2_grpc,
+    checkpoint_pb2,
+    checkpoint_pb2_grpc,
+    game_pb2,
+    game_pb2_grpc,
+)
 
 SERVICE_NAME = game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name
 AUDIT_SERVICE_NAME = audit_pb2.DESCRIPTOR.services_by_name["AuditService"].full_name
@@ -81,6 +81,8 @@ class RunningServer:
 
     server: grpc.aio.Server
     store: EventStore
+    #: The store of the reads that may lag (``config.read_database_url``); ``store`` itself without one.
+    reads: EventStore
     notifier: Notifier
     health: Any
     port: int
@@ -97,6 +99,8 @@ class RunningServer:
         await asyncio.gather(*self.background, return_exceptions=True)
         await self.notifier.stop()
         await self.store.close()
+        if self.reads is not self.store:
+            await self.reads.close()
         metrics.unwatch(self.watched)
         if self.exporter is not None:  # last: a scrape can watch the server stop
             await asyncio.to_thread(self.exporter.stop)
@@ -168,20 +172,22 @@ def _grpc_server(reuse_port: bool) -> grpc.aio.Server:
 def _add_services(
     server: grpc.aio.Server,
     config: ServeConfig,
-    store: EventStore,
+    stores: tuple[EventStore, EventStore],
     notifier: Notifier,
     keyring: Keyring,
 ) -> Any:
-    """Register the game, checkpoint, audit, health and reflection services; return the health servicer."""
+    """Register the game, checkpoint, audit, health and reflection services; return the health servicer.
+    ``stores`` are the primary's and the one for reads that may lag (the same one without a read DSN)."""
+    store, reads = stores
     callers = Callers(store, token_hash(config.admin_token) if config.admin_token else None, config.access)
     game_pb2_grpc.add_GameServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        GameService(store, CommandHandler(store), notifier, callers, keyring), server
+        GameService(store, CommandHandler(store), notifier, callers, keyring, reads=reads), server
     )
     checkpoint_pb2_grpc.add_CheckpointServiceServicer_to_server(  # type: ignore[no-untyped-call]
         CheckpointService(store, keyring, callers), server
     )
     audit_pb2_grpc.add_AuditServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        AuditService(Auditor(store, check_game), callers, keyring), server
+        AuditService(Auditor(store, check_game), callers, keyring, reader=Auditor(reads, check_game)), server
     )
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
@@ -231,21 +237,28 @@ async def start_server(
     store = await EventStore.open(
         config.database_url, max_size=config.pool_size, timeout=config.database_timeout
     )
+    reads = store
     try:
         await store.migrate()
         await migrate_projections(config.database_url)
+        if config.read_database_url is not None:
+            reads = await EventStore.open(
+                config.read_database_url, max_size=config.pool_size, timeout=config.database_timeout
+            )
     except BaseException:
         await store.close()
         raise
     notifier = Notifier(store, max_streams=config.max_streams, quotas=config.access.quotas)
     notifier.start()
     server = _grpc_server(reuse_port)
-    health = _add_services(server, config, store, notifier, keyring)
+    health = _add_services(server, config, (store, reads), notifier, keyring)
     try:
         port, exporter = await _bind(server, config)
     except ListenError:
         await notifier.stop()
         await store.close()
+        if reads is not store:
+            await reads.close()
         raise
     if bound is not None:
         await bound()
@@ -260,7 +273,9 @@ async def start_server(
         )
     watched = metrics.Watched(lambda: notifier.open_streams, store.pool_stats)
     metrics.watch(watched)
-    return RunningServer(server, store, notifier, health, port, stopping, background, watched, exporter)
+    return RunningServer(
+        server, store, reads, notifier, health, port, stopping, background, watched, exporter
+    )
 
 
 async def serve(

@@ -21,8 +21,6 @@ from projections.projector import DEFAULT_SET
 from projections.quarantine import read_health
 from service.api import errors
 from service.api.callers import Callers
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.messages import VARIANT_OF, event_message, game_view
 from service.api.notify import Notifier
 from service.app.handler import Accepted, CommandHandler
@@ -49,6 +47,8 @@ from service.rules.options import OptionError, make_options
 from service.rules.setup import valid_name
 from service.rules.violations import Rule
 from service.store import Cursor, EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 log = logger("api")
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -275,8 +275,12 @@ class GameService(pb_grpc.GameServiceServicer):
         notifier: Notifier,
         callers: Callers,
         keyring: Keyring,
+        *,
+        reads: EventStore | None = None,
     ) -> None:
         self.store = store
+        #: Where the reads that may lag go (GetStandings): a standby's store, or the primary's.
+        self.reads = reads or store
         self.handler = handler
         self.notifier = notifier
         self.callers = callers
@@ -474,7 +478,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 cursor = Cursor(request.min_cursor.xid, request.min_cursor.position)
             size = limits.page_size(request.page_size, 100)
             start = offset_of(request.page_token)
-            found = await queries.standings(self.store, tournament, min_cursor=cursor)
+            found = await queries.standings(self.reads, tournament, min_cursor=cursor)
         except queries.ProjectionLag as lag:
             raise _lagging(lag) from None
         end = start + size

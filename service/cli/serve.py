@@ -48,6 +48,12 @@ def register(commands: Any) -> None:
     )
     serve.add_argument("--migrate-url", metavar="OWNER_DSN", help="migrate with this owner's login first")
     serve.add_argument(
+        "--read-database-url",
+        metavar="DSN",
+        help="a standby for the reads that may lag (VerifyGame, ExportGame and ReplayGame without a seed "
+        "reveal, GetStandings); none: the primary serves them",
+    )
+    serve.add_argument(
         "--data-dir",
         type=Path,
         default=Path("uno-audit-data"),
@@ -191,6 +197,8 @@ def _serve(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> bool:
     password = read_secret("service password", args.service_password_file, SERVICE_PASSWORD_ENV)
     if args.migrate_url is not None and args.database_url is None:
         raise Refused("--migrate-url goes with --database-url, the service's own login")
+    if args.read_database_url is not None and args.database_url is None:
+        raise Refused("--read-database-url goes with --database-url: an embedded database has no standby")
     workers = _workers(args)
     tls = server_tls(args.tls_cert, args.tls_key, args.tls_client_ca)
     configure_logging(args.log_format, args.log_level)
@@ -210,6 +218,7 @@ def _serve(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> bool:
             ServeConfig(
                 listen=args.listen,
                 database_url=service_url,
+                read_database_url=args.read_database_url,
                 admin_token=token,
                 projector=not args.no_projector,
                 database_timeout=args.database_timeout,

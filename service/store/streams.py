@@ -103,6 +103,9 @@ _LEDGER = (
     "WHERE game_id = %s ORDER BY first_version, command_id"
 )
 _STORED_HASH = "SELECT hash FROM events WHERE game_id = %s AND version = %s"
+#: A transaction that writes WAL (an empty logical-decoding message, which needs no privilege and changes no
+#: table), so that its commit waits for the synchronous standby; one that only took an id would not.
+_CONFIRM_DURABLE = "SELECT pg_logical_emit_message(true, 'uno-audit.durable', '')"
 _STREAM_VERSION = "SELECT coalesce(max(version), 0) FROM events WHERE game_id = %s"
 _READ_STREAM = (
     f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.game_id = %s AND e.version > %s "
@@ -362,6 +365,10 @@ async def maybe_earlier_result(
     (stored_request, first_version, last_version), last_hash = found
     if stored_request != request_hash:
         raise CommandReused(command_id, "for another request")
+    # The first run may have committed here while its client was cut off waiting for the synchronous
+    # standby: visible on this node, maybe not yet on the standby. A commit of our own waits for the standby
+    # to have the WAL up to it, past the first run's commit: once it returns, that one is there too.
+    await conn.execute(_CONFIRM_DURABLE, prepare=True)
     return AppendResult(first_version, last_version, last_hash, duplicate=True)
 
 

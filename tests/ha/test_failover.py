@@ -1,7 +1,8 @@
 """A short failover run in the full tier: bench/failover.py's short plan (a minute of bot load with a
 switchover, a stop of the secondary and a ``kill -9`` of the primary's postmaster) on deploy/ha/'s cluster,
-with its checks. It needs pg_auto_failover (Debian: pg-auto-failover-cli, postgresql-15-auto-failover) and
-skips with the reason when they are missing; the long run and its figures are docs/HA.md's.
+with its checks, ``verify --all`` through the standby and on a restored base backup. It needs
+pg_auto_failover (Debian: pg-auto-failover-cli, postgresql-15-auto-failover) and skips with the reason
+when they are missing; the long run and its figures are docs/HA.md's.
 """
 
 from __future__ import annotations
@@ -40,3 +41,7 @@ async def test_failover_under_load_loses_nothing() -> None:
     assert figures["games_invalid"] == 0
     assert figures["read_model_differences"] == 0
     assert max(max(seconds, default=0.0) for seconds in figures["seconds_to_serving"].values()) < 30
+    # Reads through the standby, and a base backup restored as a lone server: every game there, valid.
+    assert figures["standby_verify"]["games"] > 0 and figures["standby_verify"]["invalid"] == 0
+    assert figures["restore"]["games"] == figures["standby_verify"]["games"]
+    assert figures["restore"]["invalid"] == 0
