@@ -1,4 +1,5 @@
-"""Reads of the views for the gRPC layer, able to wait for a client's own write.
+"""Reads of the views for the gRPC layer, able to wait for a client's own write; and a tournament's games
+with their outcomes, for the command line.
 
 ``min_version`` (a game's views) and ``min_cursor`` (a tournament's standings) make a read wait, bounded
 (``timeout``, 2 s by default), for the projector, else raise :class:`ProjectionLag`; without them it reads
@@ -124,10 +125,60 @@ SELECT coalesce(cp.xid, '0'::xid8)::text::bigint, coalesce(cp.position, 0),
                    FROM standings s WHERE s.tournament_key = %s), '[]')
   FROM (SELECT) AS one LEFT JOIN projection_checkpoints cp ON cp.projection_set = %s
 """
+# A tournament's games and their outcomes: the catalogue (games) and the log say which games there are and
+# which finished (a GameEnded stored, or an imported record whose game has a winner: the leaves of the
+# tournament's tree, service/audit/tournaments.py); the views give a played game's scores. No hand is
+# read: the round scores' hands are left out.
+_FINISHED = """(EXISTS (SELECT FROM events e WHERE e.game_id = g.game_id AND e.type = 'GameEnded')
+                OR i.payload->'outcome'->>'winner' IS NOT NULL)"""
+_IMPORTED = "LEFT JOIN events i ON i.game_id = g.game_id AND i.version = 1 AND i.type = 'RecordImported'"
+_TOURNAMENTS = f"""
+SELECT g.tournament_id, count(*), count(*) FILTER (WHERE {_FINISHED}), count(i.game_id)
+  FROM games g {_IMPORTED}
+ WHERE g.tournament_id <> '' GROUP BY g.tournament_id ORDER BY g.tournament_id
+"""
+_TOURNAMENT_GAMES = f"""
+SELECT g.game_id, g.variant, g.players,
+       coalesce((SELECT max(e.version) FROM events e WHERE e.game_id = g.game_id), 0),
+       {_FINISHED}, i.game_id IS NOT NULL, i.payload->'outcome'->>'winner', i.payload->'outcome'->'scores',
+       t.status,
+       (SELECT json_agg(json_build_array(m.player, m.total) ORDER BY m.seat)
+          FROM match_scores m WHERE m.game_id = g.game_id),
+       (SELECT r.winner FROM round_scores r WHERE r.game_id = g.game_id ORDER BY r.round DESC LIMIT 1)
+  FROM games g {_IMPORTED} LEFT JOIN tables t ON t.game_id = g.game_id
+ WHERE g.tournament_id = %s AND g.game_id > %s ORDER BY g.game_id LIMIT %s
+"""
 _HAND = """
 SELECT t.version, h.cards FROM tables t LEFT JOIN hands h ON h.game_id = t.game_id AND h.seat = %s
  WHERE t.game_id = %s
 """
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentCount:
+    """A tournament's games: how many, how many finished (its tree's leaves), how many imported."""
+
+    tournament_id: str
+    games: int
+    finished: int
+    imported: int
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentGame:
+    """One game of a tournament and its outcome, with no card in it. ``status`` is the read models'
+    (``None`` for a game they do not hold: an imported one, or one not projected yet); ``scores`` the
+    match totals by player, in seat order; ``winner`` the player who won, once finished."""
+
+    game_id: str
+    variant: str
+    players: tuple[str, ...]
+    version: int
+    finished: bool
+    imported: bool
+    status: str | None
+    scores: tuple[tuple[str, int], ...]
+    winner: str | None
 
 
 @asynccontextmanager
@@ -232,3 +283,36 @@ async def hand(
     return await _wait(
         source, read, f"hand of seat {seat} in game {game_id!r}", min_version, timeout, projection_set
     )
+
+
+async def tournaments(source: Source) -> list[TournamentCount]:
+    """Every tournament some game is in, by id, with its counts (what the log holds now: no waiting)."""
+    async with connection(source) as conn:
+        cursor = await conn.execute(_TOURNAMENTS)
+        return [TournamentCount(t, int(n), int(f), int(i)) for t, n, f, i in await cursor.fetchall()]
+
+
+async def tournament_games(
+    source: Source, tournament_id: str, *, after: str = "", limit: int = 500
+) -> list[TournamentGame]:
+    """A page of the tournament's games, by id, after the game id ``after``: each with its outcome, an
+    imported game's as its import recorded it, a played game's from the views (scores as projected)."""
+    async with connection(source) as conn:
+        cursor = await conn.execute(_TOURNAMENT_GAMES, (tournament_id, after, limit))
+        rows = await cursor.fetchall()
+    games = []
+    for game_id, variant, players, version, finished, imported, won, totals, status, seats, last in rows:
+        if imported:
+            totals = totals or {}  # by player; jsonb keeps no key order: the seats' order is the game's
+            scores = tuple((p, int(totals[p])) for p in players if p in totals)
+            winner = won
+        else:
+            scores = tuple((str(p), int(t)) for p, t in seats or ())
+            winner = players[last] if status == "over" and last is not None else None
+        games.append(
+            TournamentGame(
+                game_id, variant, tuple(players), int(version), bool(finished), bool(imported),
+                None if imported else status, scores, winner,
+            )
+        )  # fmt: skip
+    return games

@@ -1,6 +1,8 @@
 """Signed checkpoints on the command line, against a real PostgreSQL: a player's receipts catch a rewrite
 that recomputed the whole chain; tournament checkpoints, inclusion and consistency proofs are checked
-from the published checkpoints alone and fail when tampered; a witness's co-signature meets a threshold.
+from the published checkpoints alone and fail when tampered; a witness's co-signature meets a threshold;
+``checkpoint`` with no key named signs with the one ``serve`` keeps in its data folder, or says how to
+get one (exit 2).
 
 Receipts are made here as the service makes them (the signed head of each stored version); the rewrite
 is a superuser's, with the rows' hashes recomputed so the chain check alone sees nothing.
@@ -14,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from service.checkpoints import Signer, game_checkpoint, write_signer
+from service.checkpoints import KEY_ENV, Signer, game_checkpoint, open_checkpoint, write_signer
+from service.checkpoints.keyring import load_keyring
 from service.play.simulate import play_game
 from service.rules.options import Variant
 from service.store import EventStore
@@ -91,6 +94,66 @@ async def test_receipts_catch_a_rewrite_with_a_recomputed_chain(
     other = Signer.generate(SERVICE)  # the receipts are not signed by this key: all refused
     code, out, _ = await cli(capsys, *base, "--receipts", str(receipts), "--key", other.verifier.encode())
     assert code == 1 and {c["verdict"] for c in json.loads(out)["receipts"]} == {"refused"}
+
+
+async def test_the_text_report_sums_up_the_receipts_in_one_line_and_each_on_demand(
+    capsys: pytest.CaptureFixture[str],
+    store: EventStore,
+    database_url: str,
+    service_key: tuple[Signer, Path],
+    tmp_path: Path,
+) -> None:
+    signer, _ = service_key
+    await _game(store, "g-summary", seed=5)
+    receipts = tmp_path / "receipts.jsonl"
+    count = await _receipts(store, "g-summary", signer, receipts)
+    text = ["verify", "--game", "g-summary", "--no-projections", "--database-url", database_url]
+    keyed = [*text, "--receipts", str(receipts), "--key", signer.verifier.encode()]
+
+    code, out, _ = await cli(capsys, *keyed)
+    assert code == 0
+    assert f"  {count:,} receipts: all match" in out.splitlines()
+    assert "receipt 1 (version 1)" not in out  # one line, not one per receipt
+
+    at = count // 2
+    await rewrite_recomputing_chain(database_url, "g-summary", marked_at(at))
+    code, out, _ = await cli(capsys, *keyed)
+    lines = out.splitlines()
+    assert code == 1 and lines[0].startswith("game g-summary: INVALID")
+    summary = (
+        f"  {count:,} receipts: {at - 1:,} match; first rewritten at version {at:,}; {count - at:,} after it"
+    )
+    assert summary in lines
+    assert not [line for line in lines if line.startswith("  receipt ")]
+
+    code, out, _ = await cli(capsys, *keyed, "--each")
+    lines = out.splitlines()
+    each = [line for line in lines if line.startswith("  receipt ")]
+    assert lines.index(summary) < lines.index(each[0])
+    assert len(each) == count
+    assert each[0] == "  receipt 1 (version 1): MATCHES: version 1 is the history signed"
+    assert each[at - 1].startswith(f"  receipt {at} (version {at}): REWRITTEN: ")
+
+    code, _, err = await cli(capsys, *text, "--each")
+    assert code == 2 and "--each goes with --receipts" in err
+
+
+def test_the_receipts_line_counts_every_verdict() -> None:
+    from service.audit.render import receipts_line
+    from service.checkpoints.receipts import MATCHES, MISSING, REFUSED, REWRITTEN, ReceiptCheck
+
+    def checks(*verdicts: tuple[int | None, str]) -> list[ReceiptCheck]:
+        return [ReceiptCheck(i, version, verdict, "") for i, (version, verdict) in enumerate(verdicts)]
+
+    assert receipts_line([]) == "0 receipts: nothing to check"
+    assert receipts_line(checks((1, MATCHES))) == "1 receipt: all match"
+    assert receipts_line(checks(*[(v, MATCHES) for v in range(1, 1201)])) == "1,200 receipts: all match"
+    assert receipts_line(
+        checks((1, MATCHES), (3, REWRITTEN), (2, REWRITTEN), (9, MISSING), (None, REFUSED))
+    ) == (
+        "5 receipts: 1 match; first rewritten at version 2; 1 after it; 1 missing (their versions are past "
+        "the log's end); 1 refused (not this game's, or not signed by a key given)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -274,3 +337,39 @@ async def test_a_witness_cosignature_meets_a_threshold(
     assert code == 0, out
     code, out, _ = await cli(capsys, "check-proof", "--checkpoint", str(plain), "--proof", str(proof), *trust)
     assert code == 1 and "witness" in out
+
+
+async def test_checkpoint_signs_with_the_key_serve_keeps_in_its_data_folder(
+    capsys: pytest.CaptureFixture[str],
+    store: EventStore,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    await _game(store, "g-1", seed=8)
+    data = tmp_path / "data"
+    data.mkdir()
+    argv = ["checkpoint", "--tournament", "cup", "--database-url", database_url, "--data-dir", str(data)]
+
+    code, out, err = await cli(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith("uno-audit checkpoint: no signing key: give --key-file or set ")
+    assert f"uno-audit serve --data-dir {data}" in err
+
+    keyring = load_keyring(data / "checkpoint.key", [], create_as="uno-audit")  # as serve makes it
+    code, out, err = await cli(capsys, *argv)
+    assert code == 0, err
+    receipt = open_checkpoint(out, [keyring.signer.verifier])
+    assert (receipt.origin, receipt.size) == ("uno-audit/tournament/cup", 1)
+
+    other = Signer.generate("elsewhere")  # the variable, when set, comes before the data folder's key
+    monkeypatch.setenv(KEY_ENV, other.encode())
+    code, out, err = await cli(capsys, *argv)
+    assert code == 0, err
+    assert open_checkpoint(out, [other.verifier]).origin == "elsewhere/tournament/cup"
+
+    (data / "checkpoint.key").write_text("not a key\n", encoding="utf-8")
+    monkeypatch.delenv(KEY_ENV)
+    code, out, err = await cli(capsys, *argv)
+    assert (code, out) == (2, "") and "does not hold a signer key" in err

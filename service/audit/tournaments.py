@@ -1,5 +1,6 @@
 """What a tournament's checkpoint is made of, read from the store: its finished games, in the order
-they finished, each as ``(game id, version of its GameEnded, head at that version)``.
+they finished, each as ``(game id, version of its GameEnded, head at that version)``; an imported
+record whose game has a winner counts as finished at its last record line.
 
 Heads are recomputed from the events and must equal the stored chain (``ChainBroken`` otherwise); a
 tournament no game names is ``UnknownTournament``. docs/DESIGN.md ("Merkle trees and tournaments") says
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 
 from service.checkpoints import TournamentLeaf
 from service.checkpoints.receipts import recomputed_heads
+from service.domain.catalogue import decode_entry
+from service.domain.entries import RecordImported
 from service.store import EventStore, StoredEvent
 
 #: Games are listed a page at a time (the catalogue's own limit).
@@ -64,6 +67,11 @@ async def tournament_leaves(store: EventStore, tournament_id: str) -> list[Tourn
             rows = await store.read_stream(game.game_id)
             head_of(game.game_id, rows)  # the whole chain must hold, not only up to its end
             heads = recomputed_heads(game.game_id, rows)
+            end = imported_end(rows)
+            if end is not None:
+                leaf = TournamentLeaf(game.game_id, end, heads[end - 1])
+                ended.append((rows[end - 1].position, leaf))
+                continue
             for row in rows:
                 if row.type == "GameEnded":
                     leaf = TournamentLeaf(game.game_id, row.version, heads[row.version - 1])
@@ -73,3 +81,20 @@ async def tournament_leaves(store: EventStore, tournament_id: str) -> list[Tourn
             break
         after = page[-1].game_id
     return [leaf for _, leaf in sorted(ended, key=lambda item: item[0])]
+
+
+def imported_end(rows: list[StoredEvent]) -> int | None:
+    """An imported game's end: the version of its last record line, if the record's game has a winner
+    (the import stores the whole record in one write, so that head never changes); ``None`` for a game
+    played on the service, or a record that stops before the end of its game."""
+    if not rows or rows[0].type != "RecordImported":
+        return None
+    try:
+        imported = decode_entry(rows[0].type, rows[0].payload)
+    except ValueError as bad:  # an edited entry (CatalogueError is a ValueError)
+        raise ChainBroken(f"game {rows[0].game_id}: its RecordImported cannot be read: {bad}") from None
+    assert isinstance(imported, RecordImported)
+    last = 1 + imported.lines
+    if imported.outcome.get("winner") is None or last > len(rows):
+        return None
+    return last

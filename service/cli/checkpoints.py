@@ -2,9 +2,10 @@
 tree), ``prove``, ``check-proof`` (published checkpoints only: no database, no server) and ``cosign``
 (a witness's signature); and the key and file readers ``verify --receipts`` shares.
 
-The signing key is ``--key-file`` or ``$UNO_AUDIT_CHECKPOINT_KEY``; the service's name in every origin is
-the key's name. Exit 0 when done or valid, 1 when a proof does not hold, 2 when the request cannot be
-carried out (a missing key, an unreadable file, an unknown game or tournament).
+The signing key is ``--key-file``, else ``$UNO_AUDIT_CHECKPOINT_KEY``, else the one ``serve`` keeps in its
+data folder; the service's name in every origin is the key's name. Exit 0 when done or valid, 1 when a
+proof does not hold, 2 when the request cannot be carried out (no key, an unreadable file, an unknown
+game or tournament).
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ from service.checkpoints.tournament import tournament_origin
 from service.cli.database import on_auditor
 from service.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Refused
 from service.cli.options import stored_games_database
+from service.cli.tournaments import tournament_name
 
+#: The key ``serve`` signs with when none is named, made on its first start in its data folder.
+SERVE_KEY_FILE = "checkpoint.key"
 #: A checkpoint or proof file is small; anything larger is not one.
 MAX_FILE_BYTES = 1 << 20
 #: A receipts file: a long match's every receipt (a few hundred bytes each, 100,000 at most).
@@ -63,16 +67,23 @@ def register(commands: Any) -> None:
     checkpoint = commands.add_parser("checkpoint", help="sign a game's or a tournament's checkpoint")
     which = checkpoint.add_mutually_exclusive_group(required=True)
     which.add_argument("--game", metavar="ID", help="a stored game: its current head")
-    which.add_argument("--tournament", metavar="T", help="a tournament: the tree of its finished games")
+    which.add_argument(
+        "--tournament", type=tournament_name, metavar="T", help="a tournament: the tree of its finished games"
+    )
     checkpoint.add_argument(
-        "--key-file", type=Path, metavar="FILE", help=f"the signing key (else ${KEY_ENV})"
+        "--key-file",
+        type=Path,
+        metavar="FILE",
+        help=f"the signing key (else ${KEY_ENV}, else the key serve keeps: DATA_DIR/{SERVE_KEY_FILE})",
     )
     checkpoint.add_argument("--json", action="store_true", help="print one JSON object")
     stored_games_database(checkpoint)
     checkpoint.set_defaults(run=checkpoint_command)
 
     prove = commands.add_parser("prove", help="prove a game is in a tournament, or that it only grew")
-    prove.add_argument("--tournament", metavar="T", help="the tournament (default: the game's)")
+    prove.add_argument(
+        "--tournament", type=tournament_name, metavar="T", help="the tournament (default: the game's)"
+    )
     what = prove.add_mutually_exclusive_group(required=True)
     what.add_argument("--game", metavar="ID", help="an inclusion proof of this game")
     what.add_argument("--from-size", type=int, metavar="M", help="a consistency proof from size M")
@@ -112,7 +123,7 @@ def _key_options(parser: argparse.ArgumentParser) -> None:
 
 def checkpoint_command(args: argparse.Namespace) -> int:
     """Sign and print the checkpoint of a stored game's head or of a tournament's tree."""
-    signer = signing_key(args.key_file)
+    signer = signing_key(args.key_file, args.data_dir)
     return on_auditor(args, lambda auditor: _checkpoint(auditor.store, signer, args))
 
 
@@ -142,14 +153,27 @@ def keygen_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def signing_key(path: Path | None) -> Signer:
-    """The checkpoint signing key from ``path``, else from ``$UNO_AUDIT_CHECKPOINT_KEY``."""
+def signing_key(path: Path | None, data_dir: Path | None = None) -> Signer:
+    """The checkpoint signing key from ``path``, else from ``$UNO_AUDIT_CHECKPOINT_KEY``, else (given a
+    ``data_dir``) the key ``serve`` makes and keeps there, ``DATA_DIR/checkpoint.key``; :class:`Refused`
+    (exit 2) when there is none."""
+    kept = None if data_dir is None else data_dir / SERVE_KEY_FILE
     try:
-        signer = load_signer(path) if path is not None else signer_from_environment()
+        if path is not None:
+            signer: Signer | None = load_signer(path)
+        else:
+            signer = signer_from_environment()
+            if signer is None and kept is not None and kept.exists():
+                signer = load_signer(kept)
     except (OSError, KeyFormatError) as error:
         raise Refused(f"the signing key: {error}") from None
     if signer is None:
-        raise Refused(f"no signing key: give --key-file or set ${KEY_ENV} (uno-audit keygen makes one)")
+        serves = (
+            "" if kept is None else f", or run `uno-audit serve --data-dir {data_dir}` once (it makes {kept})"
+        )
+        raise Refused(
+            f"no signing key: give --key-file or set ${KEY_ENV}{serves}; uno-audit keygen makes one"
+        )
     return signer
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from service.cli.console import progress_bar
 from service.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_USAGE
 from service.cli.options import bounded, parse_variant, rule_option, tls_client_options
+from service.cli.tournaments import tournament_name
 from service.play.simulate import STALL_REPEATS, InvariantError, house_rule_combinations, play_game
 from service.records.export import RecordMode, record_from_game
 from service.records.record import write_record
@@ -78,6 +79,12 @@ def register_bots(commands: Any) -> None:
     )
     bots.add_argument("--target-score", type=bounded(1, 1_000_000), help="play matches to this score")
     bots.add_argument(
+        "--tournament",
+        type=tournament_name,
+        metavar="T",
+        help="create the games in this tournament (1-128 printable characters)",
+    )
+    bots.add_argument(
         "--option",
         type=rule_option,
         action="append",
@@ -105,7 +112,8 @@ def register_bots(commands: Any) -> None:
 
 
 def bots_command(args: argparse.Namespace) -> int:
-    """Bots play ``--games`` games on the server; print the summary as one JSON object."""
+    """Bots play ``--games`` games on the server; print each game's id as it ends, one a line, then the
+    summary as one JSON object (the last line)."""
     import grpc
 
     from service.api.tls import TLSError, channel_credentials
@@ -128,7 +136,13 @@ def bots_command(args: argparse.Namespace) -> int:
     )
     bar = progress_bar(args.games, "games", "game")
 
+    printed = 0
+
     def progress(summary: LoadSummary) -> None:
+        nonlocal printed
+        for game_id in summary.game_ids[printed:]:  # each game's id once it ends, above the bar
+            bar.write(game_id, file=sys.stdout)
+        printed = len(summary.game_ids)
         bar.update(summary.games - bar.n)
         bar.set_postfix(retries=summary.retries)
 
@@ -156,6 +170,7 @@ def bots_command(args: argparse.Namespace) -> int:
                     concurrency=args.concurrency,
                     seed=args.seed,
                     target_score=args.target_score,
+                    tournament_id=args.tournament or "",
                     options=options,
                     policy=policy,
                     progress=progress,
