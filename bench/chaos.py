@@ -9,7 +9,7 @@ Why a script and not only tests: idempotent command ids, the store's one-stateme
 projector's exactly-once batches are each tested alone, but what a client sees when the process that
 holds its reply dies, or the database goes away between the commit and the reply, only shows with all of
 them running, killed at moments nobody chose. ``tests/chaos/`` runs a short schedule of the same code in
-CI; this script runs a long one and prints the figures the README quotes.
+CI; this script runs a long one and prints the figures bench/README.md quotes.
 
 What it sets up, all of it private and removed at the end (also on failure or Ctrl-C):
 
@@ -93,12 +93,12 @@ from projections import VIEW_NAMES  # noqa: E402
 from projections.projector import read_lag  # noqa: E402
 from projections.rebuild import rebuild  # noqa: E402
 from projections.writer import COLUMNS  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.app.runner import stream_id_of  # noqa: E402
 from service.client.bots import BotTable, LoadSummary, Metadata, RetryPolicy  # noqa: E402
 from service.rules.options import Variant  # noqa: E402
 from service.store.migrate import SERVICE_LOGIN  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 
 Reply = TypeVar("Reply")
 
@@ -107,7 +107,7 @@ OWNER = "postgres"
 TARGET_SCORE = 50  # matches of usually one round: many games, each a few hundred commands
 #: The share of turns a bot first sends a command the rules refuse (see :meth:`RecordingTable.send`).
 MISTAKES = 0.02
-#: The statuses the service documents (README "Errors"), and the client's own DEADLINE_EXCEEDED.
+#: The statuses the service documents (docs/grpc.md, "Errors"), and the client's own DEADLINE_EXCEEDED.
 DOCUMENTED = frozenset(
     code.name
     for code in (
@@ -355,7 +355,7 @@ class Journal:
     contradictions: list[str] = field(default_factory=list)
     games: int = 0
     broken_off: list[str] = field(default_factory=list)
-    #: CANCELLED, when processes are stopped gracefully (a reload): README "Errors" documents it then.
+    #: CANCELLED, when processes are stopped gracefully (a reload): docs/grpc.md ("Errors") documents it then.
     graceful_stops: bool = False
 
     def attempt(self, method: str, code: grpc.StatusCode, details: str | None = None) -> None:

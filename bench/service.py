@@ -52,7 +52,8 @@ the figures of the performance issue (one server process, the bots as the client
     the full store and the empty one (a database of its own that only (d) writes to), so a change in
     the machine's load meets both alike; each side's latencies are pooled.
 
-``--e2e-only`` runs (a), (c) (with (c2) and (c3)) and (e) alone: the figures of README's "End to end".
+``--e2e-only`` runs (a), (c) (with (c2) and (c3)) and (e) alone: the figures of
+bench/README.md's "End to end".
 
 For every load the CPU time used per operation is shown as well, per process (read from ``/proc``): the
 bench (client) process, the server subprocess (``serve`` and its workers; ``server.wN``: worker N
@@ -112,8 +113,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo  # noqa: E402
 
 from projections.migrate import apply_migrations as migrate_projections  # noqa: E402
 from service.api.config import ServeConfig  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 from service.api.server import start_server  # noqa: E402
 from service.app.handler import stored_form  # noqa: E402
 from service.client.bots import BotTable, LoadSummary, RetryPolicy  # noqa: E402
@@ -136,6 +135,8 @@ from service.rules.options import Variant, make_options  # noqa: E402
 from service.store import GENESIS_HASH, EventStore, NewEvent, chain_hash  # noqa: E402
 from service.store.canonical import canonical  # noqa: E402
 from service.store.migrate import SERVICE_LOGIN, ensure_service_login  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 PGBENCH = "pgbench"

@@ -61,7 +61,7 @@ def render(files: Sequence[descriptor_pb2.FileDescriptorProto]) -> str:
         " `python protos/docs.py`. -->",
         "",
         "The gRPC contract, from the comments of its .proto files. Errors carry a `google.rpc.Status`",
-        'with `google.rpc.ErrorInfo` details (docs/grpc.md); server reflection serves these files,',
+        "with `google.rpc.ErrorInfo` details (docs/grpc.md); server reflection serves these files,",
         "those types and `grpc.reflection.v1` as well as `v1alpha`.",
         "",
         *(f"- [{f.name}](#{anchor(f.name)})" for f in files),

@@ -1,11 +1,20 @@
 """A rewrite of a stored game the way only the database superuser can make one: events edited and every
 hash from the first edit on recomputed, and the games row kept in step with the game's first event,
-so that the chain alone says "intact" (what receipts are for)."""
+so that the chain alone says "intact" (what receipts are for).
+
+``python -m tests.rewrite --game ID [--database-url OWNER_DSN | --data-dir DIR]``, from the repository's
+root, makes the rewrite of docs/arbiter.md's walk-through: the first two players' names swapped.
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import dataclasses
+import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -23,10 +32,10 @@ MetadataEdit = Callable[[int, dict[str, Any]], dict[str, Any]]
 
 async def rewrite_recomputing_chain(
     owner_url: str, game_id: str, edit: Edit, metadata: MetadataEdit = lambda version, kept: kept
-) -> None:
+) -> int:
     """Edit ``game_id``'s events with ``edit`` (payloads) and ``metadata`` and rewrite every hash and link
     after them, with the events' row triggers off for the while (as the owner, who may), in one
-    transaction."""
+    transaction; the number of events the game holds."""
     async with await psycopg.AsyncConnection.connect(owner_url) as conn:
         cursor = await conn.execute(
             f"SELECT {EVENT_COLUMNS} FROM events e WHERE e.game_id = %s ORDER BY e.version", (game_id,)
@@ -52,6 +61,7 @@ async def rewrite_recomputing_chain(
                 )
         await conn.execute("ALTER TABLE events ENABLE TRIGGER USER")
         await conn.commit()
+    return len(rows)
 
 
 def marked_at(at: int) -> Edit:
@@ -61,3 +71,48 @@ def marked_at(at: int) -> Edit:
         return {**payload, "rewritten": True} if version == at else payload
 
     return edit
+
+
+def swap_two_names(version: int, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The first two players' names swapped in the game's first event: the game has another winner."""
+    if kind != "GameCreated":
+        return payload
+    first, second, *rest = payload["players"]
+    return {**payload, "players": [second, first, *rest]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Swap the first two players' names of a stored game, recomputing the chain, as its owner."""
+    from service.cli.database import database_url
+    from service.cli.exits import Refused
+
+    parser = argparse.ArgumentParser(prog="python -m tests.rewrite", description=main.__doc__)
+    parser.add_argument("--game", required=True, metavar="ID", help="the stored game to rewrite")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL"),
+        metavar="OWNER_DSN",
+        help="the database owner's URL (default: $DATABASE_URL; without one, the embedded database)",
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path("uno-audit-data"), metavar="DIR", help="the embedded database"
+    )
+    args = parser.parse_args(argv)
+    try:
+        with database_url(args) as url:
+            events = asyncio.run(rewrite_recomputing_chain(url, args.game, swap_two_names))
+    except Refused as refused:
+        print(f"{parser.prog}: {refused}", file=sys.stderr)
+        return 2
+    except psycopg.Error as error:
+        print(f"{parser.prog}: database: {str(error).strip().splitlines()[0]}", file=sys.stderr)
+        return 2
+    if not events:
+        print(f"{parser.prog}: no game {args.game} stored", file=sys.stderr)
+        return 2
+    print(f"game {args.game}: the first two players' names swapped, every hash after them recomputed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

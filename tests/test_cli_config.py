@@ -1,8 +1,8 @@
-"""The command line's configuration: every ``serve`` option from its environment variable (and the README's
+"""The command line's configuration: every ``serve`` option from its environment variable (and docs/cli.md's
 table of them), ``--version``, help with defaults for every option, ``--log-format``/``--log-level``,
 progress bars only on a terminal, and ``verify --record -``.
 
-Expected values come from the tests' own literals, the README, the installed package's metadata or the
+Expected values come from the tests' own literals, docs/cli.md, the installed package's metadata or the
 offline verifier run on the same file, never from the output under test.
 """
 
@@ -33,7 +33,7 @@ from tests.audit.support import store_simulated
 from tests.terminal import open_terminal, read_until_closed
 
 UNO_AUDIT = Path(sys.executable).with_name("uno-audit")
-README = Path(__file__).parent.parent / "README.md"
+CLI_DOC = Path(__file__).parent.parent / "docs" / "cli.md"
 RECORD = Path(__file__).parent / "data" / "records" / "classic_wd4_upheld.jsonl"
 SIMULATE = ("simulate", "--variant", "classic", "--players", "2", "--games", "3")
 
@@ -207,8 +207,8 @@ def test_serve_runs_with_what_the_variables_say(
 
 
 def _readme_table() -> dict[str, tuple[str, str]]:
-    """The README's Configuration table: option -> (variable, default cell)."""
-    text = README.read_text(encoding="utf-8")
+    """docs/cli.md's Configuration table: option -> (variable, default cell)."""
+    text = CLI_DOC.read_text(encoding="utf-8")
     section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(--[a-z-]+)` \| `([A-Z_]+)` \| (.+?) \|$", section, flags=re.MULTILINE)
     table = {option: (variable, default) for option, variable, default in rows}

@@ -39,6 +39,7 @@ from service.rules.cards import Card, Colour
 
 if TYPE_CHECKING:  # the event store's modules load only with a stored game
     from service.audit.log import Dispute
+    from service.checkpoints.receipts import ReceiptCheck
 
 _TABLE_SAID = {True: "the table agreed", False: "THE TABLE DISAGREED", None: "the table did not say"}
 
@@ -47,8 +48,9 @@ def _validity(valid: bool) -> str:
     return "VALID" if valid else "INVALID"
 
 
-def render(report: RulesReport | GameReport) -> str:
-    """A record's report (lines) or a stored game's (positions) as text; see the module docstring."""
+def render(report: RulesReport | GameReport, *, each_receipt: bool = False) -> str:
+    """A record's report (lines) or a stored game's (positions) as text; see the module docstring. A
+    player's receipts are summed up in one line; ``each_receipt`` adds a line per receipt after it."""
     if isinstance(report, GameReport):
         lines = _game_sections(report)
         rules, unit, stopped_at = report.rules, Unit.POSITION, report.stopped_at
@@ -67,12 +69,41 @@ def render(report: RulesReport | GameReport) -> str:
     if stopped_at is not None:
         what = "record" if unit is Unit.LINE else "game"
         lines.append(f"  the {what} could not be followed past {unit.value} {stopped_at}")
-    if isinstance(report, GameReport):
-        lines += [
-            f"  receipt {check.index + 1} (version {check.version}): {check.verdict.upper()}: {check.message}"
-            for check in report.receipts or ()
-        ]
+    if isinstance(report, GameReport) and report.receipts is not None:
+        lines.append(f"  {receipts_line(report.receipts)}")
+        if each_receipt:
+            lines += [
+                f"  receipt {check.index + 1} (version {check.version}): {check.verdict.upper()}: "
+                f"{check.message}"
+                for check in report.receipts
+            ]
     return "\n".join(lines)
+
+
+def receipts_line(checks: Sequence[ReceiptCheck]) -> str:
+    """A player's receipts in one line: ``7,273 receipts: all match``, or how many match, the version the
+    first rewritten one names and how many more are rewritten, and how many are missing or refused (a
+    match's thousands of receipts would otherwise be thousands of lines)."""
+    from service.checkpoints.receipts import MATCHES, MISSING, REFUSED, REWRITTEN
+
+    total = f"{len(checks):,} receipt{'' if len(checks) == 1 else 's'}"
+    if not checks:
+        return f"{total}: nothing to check"
+    verdicts = [check.verdict for check in checks]
+    if set(verdicts) == {MATCHES}:
+        return f"{total}: all match"
+    matches = verdicts.count(MATCHES)
+    parts = [f"{matches:,} match"] if matches else []
+    rewritten = [check.version for check in checks if check.verdict == REWRITTEN and check.version]
+    if rewritten:
+        parts.append(f"first rewritten at version {min(rewritten):,}; {len(rewritten) - 1:,} after it")
+    missing = verdicts.count(MISSING)
+    if missing:
+        parts.append(f"{missing:,} missing (their versions are past the log's end)")
+    refused = verdicts.count(REFUSED)
+    if refused:
+        parts.append(f"{refused:,} refused (not this game's, or not signed by a key given)")
+    return f"{total}: " + "; ".join(parts)
 
 
 def finding_line(finding: Finding, unit: Unit) -> str:

@@ -90,7 +90,7 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_json())
     else:
-        print(render(report))
+        print(render(report, each_receipt=args.each))
     return EXIT_OK if report.valid else EXIT_INVALID
 
 

@@ -67,6 +67,11 @@ def register_verify(commands: Any) -> None:
     verify.add_argument(
         "--threshold", type=int, default=0, metavar="K", help="with --receipts: witness signatures required"
     )
+    verify.add_argument(
+        "--each",
+        action="store_true",
+        help="with --receipts: a line per receipt after the summary line (--json always lists each)",
+    )
     stored_games_database(verify)
     verify.set_defaults(run=verify_command)
 
@@ -75,6 +80,8 @@ def verify_command(args: argparse.Namespace) -> int:
     """Verify ``--game``, ``--all`` or, offline, ``--record``; exit 0 when valid, 1 when not."""
     if args.receipts is not None and args.game is None:
         raise Refused("--receipts goes with --game")
+    if args.each and args.receipts is None:
+        raise Refused("--each goes with --receipts")
     if args.game is not None or args.all:
         return verify_stored(args)
     for flag, given in (("--reveal-seed", args.reveal_seed), ("--no-projections", args.no_projections)):

@@ -107,7 +107,7 @@ class PermissionDenied(ServiceError):
     default_reason = "PERMISSION_DENIED"
 
 
-#: The command line's exit status for a refusal of any kind (README: "2 refused"): the request cannot be
+#: The command line's exit status for a refusal of any kind (docs/cli.md: "2 refused"): the request cannot be
 #: carried out as given; statuses 0 and 1 are the verdicts (valid, invalid).
 EXIT_REFUSED = 2
 

@@ -1,7 +1,7 @@
 """Every bound on what a client may send, in one place, and the checks that enforce them.
 
 A request is checked against these before anything is decided or stored; a value out of bounds is
-:class:`~service.domain.errors.InvalidInput` naming its field. The proto comments and the README's
+:class:`~service.domain.errors.InvalidInput` naming its field. The proto comments and docs/grpc.md's
 "Limits" table state the same numbers, and the gRPC server's message size limits are derived from them.
 docs/DESIGN.md ("Bounds on what a client sends") says why each bound.
 """

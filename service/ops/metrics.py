@@ -3,7 +3,7 @@ functions below, given plain numbers and strings, so no other module names a Pro
 
 The metrics are on ``prometheus_client``'s default registry and process-wide; what only a running server
 knows (its open streams, its connection pool) is read at scrape time from every server :func:`watch` was
-told of. docs/OPERATIONS.md ("Serving") says why; README "Metrics" lists each metric and its labels.
+told of. docs/OPERATIONS.md ("Serving") says why; docs/grpc.md ("Metrics") lists each metric and its labels.
 """
 
 from __future__ import annotations

