@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from service.cli.main import build_parser
+from tests import tiers
 from tests.doc_commands import DOCS, README, ROOT, follows, steps
 
 pytestmark = pytest.mark.timeout(240)
@@ -103,6 +104,7 @@ async def _bash(line: str, cwd: Path, env: dict[str, str]) -> tuple[int, str, st
 
 @pytest.mark.skipif(not (BIN / "uno-audit").exists(), reason="the uno-audit script is not installed here")
 async def test_the_quick_start_plays_verifies_and_replays_a_game(embedded_dir: Path) -> None:
+    tiers.full_only("the quick start end to end, on a fresh embedded server")
     address = f"127.0.0.1:{_free_port()}"
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("UNO_AUDIT_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"  # what activating the environment does

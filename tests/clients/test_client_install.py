@@ -33,8 +33,7 @@ def _run(venv_python: Path, *args: str, cwd: Path) -> subprocess.CompletedProces
 
 
 async def test_the_client_package_installs_alone_and_plays_a_game(address: str, tmp_path: Path) -> None:
-    if not tiers.full:
-        pytest.skip("a fresh venv and an install: in the full tier only (pytest --full)")
+    tiers.full_only("a fresh venv and an install")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"

@@ -27,8 +27,7 @@ _missing = available()
 @pytest.mark.skipif(_missing is not None, reason=f"no HA PostgreSQL here: {_missing}")
 @pytest.mark.timeout(420)  # a minute of load, the cluster's start and the checks; a loaded CI is slow
 async def test_failover_under_load_loses_nothing() -> None:
-    if not tiers.full:
-        pytest.skip("the failover run is in the full tier only (pytest --full)")
+    tiers.full_only("the failover run")
     report = await run_failover(SHORT)
     figures = report.figures
     assert report.passed, render(report)

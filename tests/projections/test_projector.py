@@ -25,6 +25,7 @@ from projections.migrate import apply_migrations
 from projections.source import READER, connect, copy_out
 from service.rules.options import Variant
 from service.store import Cursor, EventStore, cursor_of
+from tests import tiers
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -218,7 +219,7 @@ async def test_two_projectors_at_once_stay_exact(store: EventStore, database_url
     projectors = [await Projector.open(database_url, batch_size=40, hook=counting(name)) for name in "ab"]
     running = [asyncio.create_task(p.run(stop, poll_interval=0.1)) for p in projectors]
     try:
-        games = await _writers(store, 8, "x")
+        games = await _writers(store, tiers.examples(8, fast=5), "x")
         await _settle(database_url, games)
     finally:
         stop.set()
