@@ -4,6 +4,8 @@ The tables come from the verifier's own replay (:class:`~service.records.verify.
 from the typed report. The page is pure and loads nothing: inline CSS and script allowed by hash in its
 Content-Security-Policy, and its data one JSON blob rendered with ``textContent`` only. ``seat`` gives a
 seat's view through :func:`service.domain.visibility.redact`; without it the page is the adjudicator's.
+Rulings come in words and the summary per seat from :mod:`service.audit.replay_rulings`, the rules'
+sentences from :mod:`service.audit.rule_text`; a dispute's filing and ruling are steps of their own.
 docs/DESIGN.md ("The arbiter's replay page").
 """
 
@@ -14,13 +16,15 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 from markupsafe import Markup
 
 from service.audit.game_report import GameReport
 from service.audit.log import Dispute, GameLog, LogError
+from service.audit.replay_rulings import Judged, SeatSummary, summarise, took_at, words
+from service.audit.rule_text import sentences_of
 from service.domain.auth import Caller
 from service.domain.catalogue import encode, type_name
 from service.domain.entries import DisputeRuled
@@ -29,6 +33,7 @@ from service.records.record import Action, ActionKind, GameRecord, RoundLine
 from service.records.report import Finding, Outcome, RulesReport, Ruling
 from service.records.verify import Replay, Report
 from service.rules.events import Event, Prompted
+from service.rules.options import Variant
 from service.rules.state import State
 from service.rules.violations import Rule
 
@@ -198,13 +203,13 @@ def _page(source: _Source, seat: int | None) -> str:
     replayed = recorder.run()
     caller = Caller(admin=True) if seat is None else Caller(seat=seat)
     rules = source.rules
-    unit = rules.unit.value
     lines = sorted(recorder.tables)
     steps = [
         _step(line, source, replayed.events.get(line, []), recorder.tables.get(line), caller, players)
         for line in lines
     ]
-    ats = [source.place(line) for line in lines]
+    steps = _with_dispute_steps(steps, source.disputes, source.rules.unit.value, players)
+    ats = [cast(int, step["at"]) for step in steps]
 
     def step_of(at: int | None) -> int | None:
         """The index of the step a number of the report stands for: the last step at or before it."""
@@ -213,16 +218,25 @@ def _page(source: _Source, seat: int | None) -> str:
         found = [index for index, step_at in enumerate(ats) if step_at <= at]
         return found[-1] if found else 0
 
-    data = {
-        "unit": unit,
+    judge = _Judge(source, replayed.events, lines, caller, players)
+    data: dict[str, Any] = {
+        "unit": rules.unit.value,
         "players": list(players),
         "viewer": "the adjudicator (every hand)" if seat is None else f"seat {seat} ({players[seat]})",
         "steps": steps,
         "violations": [_finding(v, step_of) for v in rules.violations],
-        "rulings": [_ruling(r, players, caller, step_of) for r in rules.rulings],
-        "disputes": [_dispute(d, players, caller, step_of) for d in source.disputes],
+        "rulings": [_ruling(r, players, caller, step_of, judge) for r in rules.rulings],
+        "disputes": [_dispute(d, players, caller, step_of, judge) for d in source.disputes],
         "stopped": step_of(rules.stopped_at),
     }
+    data["rules"] = sentences_of(_cited(data))
+    summary = summarise(players, replayed.events, rules.rulings)
+    return _render(source, data, summary)
+
+
+def _render(source: _Source, data: dict[str, Any], summary: Sequence[SeatSummary]) -> str:
+    rules = source.rules
+    players = source.record.header.players
     # The text the page inlines is exactly the text hashed, so the policy always allows it (and only it).
     stylesheet, script = (
         _environment().get_template(name).render() for name in ("replay.css.j2", "replay.js.j2")
@@ -239,8 +253,45 @@ def _page(source: _Source, seat: int | None) -> str:
         valid=rules.valid,
         status=source.status,
         chart=_chart(rules.outcome, players),
+        summary=summary,
         data=data,
     )
+
+
+def _cited(data: Mapping[str, Any]) -> set[str]:
+    """The rule ids the page names: its findings', its rulings' (and the penalty a good catch earns)."""
+    cited = {v["rule"] for v in data["violations"]} | {r["rule"] for r in data["rulings"]}
+    cited |= {d["ruling"]["rule"] for d in data["disputes"] if d.get("ruling")}
+    if any(r["verdict"] == "penalty" for r in data["rulings"]):
+        cited.add(Rule.UNO_PENALTY.value)
+    return cited
+
+
+def _with_dispute_steps(
+    steps: list[dict[str, object]], disputes: Sequence[Dispute], unit: str, players: Sequence[str]
+) -> list[dict[str, object]]:
+    """The game's steps with a step for every dispute's filing and ruling, at their own positions of the
+    log (the table there is the one before them: an audit entry changes no card)."""
+    extra: list[dict[str, object]] = []
+    for dispute in disputes:
+        shown = dispute.to_json(players)
+        kind = str(shown["kind"]).replace("-", " ")
+        what = f"{shown['filer']} disputes the {kind} at {unit} {shown['position']}"
+        extra.append({"at": dispute.filed_at, "entry": "filed", "what": what})
+        if dispute.ruling is not None and dispute.ruled_at is not None:
+            ruling = dispute.ruling
+            what = f"the adjudicator rules on {shown['filer']}'s dispute: {ruling.verdict} [{ruling.rule}]"
+            extra.append({"at": dispute.ruled_at, "entry": "ruled", "what": what})
+    if not extra:
+        return steps
+    merged = sorted([*steps, *extra], key=lambda step: cast(int, step["at"]))
+    table: object = None
+    for step in merged:
+        if "entry" in step:
+            step.update(line=None, label=f"{unit} {step['at']}", events=[], table=table)
+        else:
+            table = step["table"]
+    return merged
 
 
 def _step(
@@ -255,7 +306,7 @@ def _step(
     return {
         "at": at,
         "line": line,
-        "label": f"{source.rules.unit.value} {at}",
+        "label": f"{source.rules.unit.value} {at}",  # one number: the line's (position's) own
         "what": _what(line, source.record),
         "events": [_event(e, caller, players) for e in events if not isinstance(e, Prompted)],
         "table": None if state is None else _table(state, caller),
@@ -376,11 +427,55 @@ def _evidence(
     return seen
 
 
+class _Judge:
+    """Puts a ruling in words (:mod:`service.audit.replay_rulings`): the record line a ruling's number
+    stands for, what its action says the table applied, and the cards the replay moved there."""
+
+    def __init__(
+        self,
+        source: _Source,
+        events: Mapping[int, Sequence[Event]],
+        lines: Sequence[int],
+        caller: Caller,
+        players: Sequence[str],
+    ) -> None:
+        self.line_of = {source.place(line): line for line in lines}
+        self.actions = {a.line: a for block in source.record.rounds for a in block.actions}
+        self.events, self.caller, self.players = events, caller, players
+        self.attack = source.rules.variant is Variant.ATTACK
+
+    def words(
+        self, ruled: Mapping[str, Any], evidence: Mapping[str, Any], at: int, heard: bool
+    ) -> dict[str, str]:
+        """``ruled``: the ruling's ``kind``, ``by``, ``against``, ``verdict`` and ``reason``; ``at``: the
+        number (line or position) of the catch or challenge; ``heard``: whether the log holds it there."""
+        line = self.line_of.get(at) if heard else None
+        action = self.actions.get(line) if line is not None else None
+        took = took_at(self.events.get(line, ()), self.players, self.caller) if line is not None else ()
+        judged = Judged(
+            str(ruled["kind"]),
+            str(ruled["by"]),
+            str(ruled["against"]),
+            str(ruled["verdict"]),
+            ruled.get("reason"),
+            evidence,
+            action.applied if action is not None else None,
+            heard,
+            took,
+            self.attack,
+        )
+        return words(judged)
+
+
 def _ruling(
-    ruling: Ruling, players: Sequence[str], caller: Caller, step_of: Callable[[int | None], int | None]
+    ruling: Ruling,
+    players: Sequence[str],
+    caller: Caller,
+    step_of: Callable[[int | None], int | None],
+    judge: _Judge,
 ) -> dict[str, object]:
-    evidence = ruling.evidence.to_json()
-    return {
+    evidence = _evidence(ruling.evidence.to_json(), ruling.by, players, caller)
+    shown: dict[str, object] = {
         "at": ruling.at,
         "step": step_of(ruling.at),
         "kind": ruling.kind.value,
@@ -390,21 +485,43 @@ def _ruling(
         "rule": ruling.rule.value,
         "reason": ruling.reason,
         "applied_ok": ruling.applied_ok,
-        "evidence": _evidence(evidence, ruling.by, players, caller),
+        "evidence": evidence,
         # The evidence's numbers are positions (lines) of the game: the steps they stand for, to jump to.
         "jumps": {name: step_of(getattr(ruling.evidence, name)) for name in type(ruling.evidence).PLACES},
     }
+    shown["words"] = judge.words(shown, evidence, ruling.at, heard=True)
+    return shown
 
 
 def _dispute(
-    dispute: Dispute, players: Sequence[str], caller: Caller, step_of: Callable[[int | None], int | None]
+    dispute: Dispute,
+    players: Sequence[str],
+    caller: Caller,
+    step_of: Callable[[int | None], int | None],
+    judge: _Judge,
 ) -> dict[str, object]:
     shown = dispute.to_json(players)
     ruling = shown.get("ruling")
     if isinstance(ruling, dict) and isinstance(ruling.get("evidence"), dict):
         evidence = _evidence(ruling["evidence"], ruling.get("by"), players, caller)
-        shown["ruling"] = {**ruling, "evidence": evidence}
-    return {**shown, "at": dispute.filed.position, "step": step_of(dispute.filed.position)}
+        words = judge.words(
+            {**ruling, "kind": dispute.filed.kind},
+            evidence,
+            int(ruling["position"]),
+            bool(ruling["recorded"]),
+        )
+        shown["ruling"] = {
+            **ruling,
+            "evidence": evidence,
+            "words": {key: words[key] for key in ("table", "rules", "remedy")},
+        }
+    return {
+        **shown,
+        "at": dispute.filed.position,
+        "step": step_of(dispute.filed.position),
+        "filed_step": step_of(dispute.filed_at),
+        "ruled_step": step_of(dispute.ruled_at),
+    }
 
 
 # --- the score chart -----------------------------------------------------------------------------------
