@@ -123,11 +123,14 @@ def record_replay_html(
     return _page(source, seat)
 
 
-def game_replay_html(log: GameLog, report: GameReport, *, seat: int | None = None) -> str:
+def game_replay_html(
+    log: GameLog, report: GameReport, *, seat: int | None = None, public: bool = False
+) -> str:
     """The replay page of a stored game, judged by ``report`` (:func:`~service.audit.stored_game.
-    verify_game` of the same log); positions are the log's. Raises :class:`~service.audit.log.LogError`
-    (or :class:`~service.records.record.RecordError`) for a log that cannot be read back as a record,
-    which has no positions to step through."""
+    verify_game` of the same log); positions are the log's. ``public`` (no ``seat``): a spectator's view,
+    hand counts only. Raises :class:`~service.audit.log.LogError` (or
+    :class:`~service.records.record.RecordError`) for a log that cannot be read back as a record, which
+    has no positions to step through."""
     unreadable = report.unreadable
     if report.rules is None or unreadable is not None:
         raise LogError(
@@ -173,7 +176,7 @@ def game_replay_html(log: GameLog, report: GameReport, *, seat: int | None = Non
         report.disputes,
         tuple(status),
     )
-    return _page(source, seat)
+    return _page(source, seat, public=public)
 
 
 def _said(value: bool | None, yes: str, no: str) -> str:
@@ -195,13 +198,16 @@ def _mismatches(report: RulesReport) -> str:
 # --- the page ---------------------------------------------------------------------------------------------
 
 
-def _page(source: _Source, seat: int | None) -> str:
+def _page(source: _Source, seat: int | None, *, public: bool = False) -> str:
     players = source.record.header.players
     if seat is not None and not 0 <= seat < len(players):
         raise SeatError(f"seats are 0 to {len(players) - 1}, not {seat}")
+    if public and seat is not None:
+        raise SeatError("a public view is no seat's")
     recorder = _Recorder(source.record, where=source.where)
     replayed = recorder.run()
-    caller = Caller(admin=True) if seat is None else Caller(seat=seat)
+    # The public's caller is a spectator's (no seat, not the admin): the redaction leaves counts only.
+    caller = Caller() if public else Caller(admin=True) if seat is None else Caller(seat=seat)
     rules = source.rules
     lines = sorted(recorder.tables)
     steps = [
@@ -222,7 +228,13 @@ def _page(source: _Source, seat: int | None) -> str:
     data: dict[str, Any] = {
         "unit": rules.unit.value,
         "players": list(players),
-        "viewer": "the adjudicator (every hand)" if seat is None else f"seat {seat} ({players[seat]})",
+        "viewer": (
+            "the public (hand counts only)"
+            if public
+            else "the adjudicator (every hand)"
+            if seat is None
+            else f"seat {seat} ({players[seat]})"
+        ),
         "steps": steps,
         "violations": [_finding(v, step_of) for v in rules.violations],
         "rulings": [_ruling(r, players, caller, step_of, judge) for r in rules.rulings],

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from service.cli import admin, audit, checkpoints, clients, health, play, records, serve, tournaments
+from service.cli import admin, audit, checkpoints, clients, health, play, publish, records, serve, tournaments
 from service.cli.exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_USAGE, Refused
 from service.cli.options import Parser, installed_version
 from service.ops.embedded import EmbeddedError
@@ -33,6 +33,7 @@ COMMANDS = (
     checkpoints.register_keygen,
     checkpoints.register,
     tournaments.register,
+    publish.register,
 )
 
 
