@@ -32,14 +32,13 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from service.app.auditor import Auditor
 from service.audit.replay_html import record_replay_html
 from service.audit.rule_text import RULES_PATH, plain
-from service.domain.entries import DisputeKind
 from service.records.record import read_record_file
 from service.records.verify import verify_record
 from service.store import EventStore
+from tests.audit.support import import_and_rule
 
 ROOT = Path(__file__).parent.parent
 RECORD = Path(__file__).parent / "data" / "replay" / "wd4_challenge_and_catch.jsonl"
-DISPUTED = ROOT / "docs" / "examples" / "disputed.jsonl"
 SCREENSHOTS_ENV = "UNO_AUDIT_WRITE_SCREENSHOTS"
 WIDTH, HEIGHT = 1366, 768
 CHROMIUM = ("chromium", "chromium-browser")
@@ -257,29 +256,11 @@ async def test_a_disputed_catch_is_stepped_to_and_ruled_in_words(
     browser: WebDriver, tmp_path: Path, store: EventStore
 ) -> None:
     auditor = Auditor(store)
-    imported = await auditor.import_record(
-        DISPUTED.read_text(),
-        tournament_id="",
-        seat_token_hashes=lambda count: [bytes([seat]) * 32 for seat in range(count)],
-        command_id="import-1",
-        request_hash=b"import-1",
+    ruled = await import_and_rule(
+        auditor, claim="bob caught me after he had played his G1", note="the penalty is withdrawn"
     )
-    game = imported.game_id
-    filed = await auditor.file_dispute(
-        game,
-        seat=0,
-        kind=DisputeKind.UNO_CATCH,
-        position=11,
-        by=None,
-        target=None,
-        claim="bob caught me after he had played his G1",
-        command_id="dispute-1",
-        request_hash=b"dispute-1",
-    )
-    ruled = await auditor.rule_on_dispute(
-        game, filed.filed.dispute_id, note="the penalty is withdrawn", command_id="r-1", request_hash=b"r-1"
-    )
-    assert (filed.filed_at, ruled.ruled_at) == (13, 14)
+    game = ruled.game_id
+    assert (ruled.filed_at, ruled.ruled_at) == (13, 14)
     page = browser
     _open(page, tmp_path / "disputed.html", await auditor.replay(game))
 

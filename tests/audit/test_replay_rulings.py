@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from service.app.auditor import Auditor
@@ -13,14 +12,13 @@ from service.audit.replay_html import record_replay_html
 from service.audit.replay_rulings import Judged, words
 from service.audit.rule_text import RULES_PATH, SENTENCES_PATH, parse_rules, plain, sentences_of
 from service.audit.rule_text import main as rule_text_main
-from service.domain.entries import DisputeKind
 from service.records.record import read_record
 from service.records.verify import verify_record
 from service.store import EventStore
 
+from .support import import_and_rule
 from .test_replay_html import BOTH, data_of
 
-DISPUTED = Path(__file__).parent.parent.parent / "docs" / "examples" / "disputed.jsonl"
 #: A game with known tallies: ann's legal Wild Draw Four, challenged by bob (failed: bob takes 6); ann
 #: comes down to one card without calling, bob catches her but the table gives no penalty (line 10); bob
 #: catches her again after the window closed and the table penalises her (line 12: R5 R6).
@@ -195,34 +193,14 @@ def test_the_raw_events_are_folded_away_and_labels_have_one_number() -> None:
 
 async def test_a_disputes_filing_and_ruling_are_steps_of_their_own(store: EventStore) -> None:
     auditor = Auditor(store)
-    imported = await auditor.import_record(
-        DISPUTED.read_text(),
-        tournament_id="",
-        seat_token_hashes=lambda count: [bytes([seat]) * 32 for seat in range(count)],
-        command_id="import-1",
-        request_hash=b"import-1",
-    )
-    game = imported.game_id
-    filed = await auditor.file_dispute(
-        game,
-        seat=0,
-        kind=DisputeKind.UNO_CATCH,
-        position=11,
-        by=None,
-        target=None,
-        claim="too late",
-        command_id="d-1",
-        request_hash=b"d-1",
-    )
-    ruled = await auditor.rule_on_dispute(
-        game, filed.filed.dispute_id, note="", command_id="r-1", request_hash=b"r-1"
-    )
+    ruled = await import_and_rule(auditor, claim="too late", note="")
+    game = ruled.game_id
     data = data_of(await auditor.replay(game))
 
     (dispute,) = data["disputes"]
     steps = data["steps"]
     assert (
-        steps[dispute["filed_step"]]["at"] == filed.filed_at
+        steps[dispute["filed_step"]]["at"] == ruled.filed_at
         and steps[dispute["filed_step"]]["entry"] == "filed"
     )
     assert (
