@@ -9,8 +9,12 @@ The browser side (check.html from file://) is tests/test_publish_browser.py, on 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import io
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +23,7 @@ from typing import Any
 import pytest
 
 from projections import Projector
-from service.checkpoints import Signer, TournamentLeaf, write_signer
+from service.checkpoints import Checkpoint, Signer, TournamentLeaf, tournament_origin, write_signer
 from service.cli.main import main
 from service.domain.auth import SPECTATOR
 from service.domain.visibility import redact
@@ -61,9 +65,8 @@ class Published:
     signer: Signer
 
 
-async def play_tournament(url: str, tournament: str, games: int) -> None:
-    """``games`` bot games in ``tournament`` over a real gRPC server on ``url``'s database, one game in
-    progress stored beside them, and the read models brought up to date."""
+async def play_games(url: str, tournament: str, games: int) -> None:
+    """``games`` bot games in ``tournament`` over a real gRPC server on ``url``'s database."""
     with pytest.MonkeyPatch.context() as patch:
         deal_from(patch, 6)  # short, same-length games each run
         async with serving(url) as running:
@@ -71,6 +74,12 @@ async def play_tournament(url: str, tournament: str, games: int) -> None:
             argv += ["--variant", "classic", "--players", "3", "--target-score", "1", "--concurrency", "2"]
             code = await asyncio.to_thread(main, [*argv, "--tournament", tournament])
             assert code == 0
+
+
+async def play_tournament(url: str, tournament: str, games: int) -> None:
+    """``games`` bot games in ``tournament`` over a real gRPC server on ``url``'s database, one game in
+    progress stored beside them, and the read models brought up to date."""
+    await play_games(url, tournament, games)
     store = await EventStore.open(service_url(url), max_size=4)
     try:
         await store_game(
@@ -322,10 +331,18 @@ def test_publishing_again_replaces_the_site_it_made(
     assert code == 0, err
     assert printed == f"published tournament {TOURNAMENT}: 3 games, 2 signed, in {out}\n"
     (out / "games" / "stale.html").write_text("old")
-    code, _, err = run(capsys, "publish", "--tournament", TOURNAMENT, "--out", str(out), *db)
+    code, printed, err = run(capsys, "publish", "--tournament", TOURNAMENT, "--out", str(out), *db)
     assert code == 0, err
+    assert printed.splitlines()[1] == (
+        f"previous checkpoint kept as {out / 'previous-checkpoint.txt'}: the same games, nothing to prove"
+    )
     assert not (out / "games" / "stale.html").exists()
-    assert (out / "check.html").read_bytes() == (published.site / "check.html").read_bytes()
+    note = (published.site / "checkpoint.txt").read_text("utf-8")
+    assert (out / "checkpoint.txt").read_text("utf-8") == note  # Ed25519 signs deterministically
+    assert (out / "previous-checkpoint.txt").read_text("utf-8") == note
+    assert not (out / "consistency.json").exists()
+    assert "signed the same 2 game(s): the same tree head" in (out / "index.html").read_text("utf-8")
+    assert site_data(out)["previous"] == {"note": note, "consistency": None}
     assert [p.name for p in tmp_path.iterdir()] == ["empty"]  # no staging folder left behind
 
 
@@ -360,3 +377,100 @@ def test_an_imported_game_is_a_leaf_whose_result_its_leaf_does_not_bind(
     assert code == 0, out + err
     replay = embedded((site / "games" / "001.html").read_text("utf-8"), "replay-data")
     assert replay["viewer"] == "the public (hand counts only)" and not _hands(replay)
+
+
+REPUBLISHED = "autumn cup"
+
+
+@dataclass(frozen=True, slots=True)
+class Republished:
+    """A tournament published after 3 games and again, into the same folder, after a fourth."""
+
+    site: Path
+    first_note: str
+    printed: str
+    published: Published
+
+
+async def _more_games(url: str, games: int) -> None:
+    await play_games(url, REPUBLISHED, games)
+    async with await Projector.open(url) as projector:
+        await projector.catch_up()
+
+
+@pytest.fixture(scope="module")
+def republished(published: Published, tmp_path_factory: pytest.TempPathFactory) -> Republished:
+    url = published.database_url
+    site = tmp_path_factory.mktemp("republish") / "site"
+    argv = ["publish", "--tournament", REPUBLISHED, "--out", str(site), "--key-file", str(published.key_file)]
+    asyncio.run(_more_games(url, 3))
+    assert main([*argv, "--database-url", url]) == 0
+    first_note = (site / "checkpoint.txt").read_text("utf-8")
+    asyncio.run(_more_games(url, 1))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main([*argv, "--database-url", url]) == 0
+    return Republished(site, first_note, printed.getvalue(), published)
+
+
+def test_republishing_keeps_the_previous_checkpoint_and_the_consistency_proof_prove_gives(
+    republished: Republished, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site, published = republished.site, republished.published
+    assert int(republished.first_note.splitlines()[1]) == 3
+    assert (site / "previous-checkpoint.txt").read_text("utf-8") == republished.first_note
+    assert republished.printed.splitlines() == [
+        f"published tournament {REPUBLISHED}: 4 games, 4 signed, in {site}",
+        f"consistent with the previous checkpoint (size 3 \u2192 4): {site / 'previous-checkpoint.txt'}, "
+        f"{site / 'consistency.json'}",
+    ]
+    db = ["--database-url", published.database_url]
+    code, proof, err = run(
+        capsys, "prove", "--tournament", REPUBLISHED, "--from-size", "3", "--size", "4", *db
+    )
+    assert code == 0, err
+    assert (site / "consistency.json").read_text("utf-8") == proof
+    files = ["--checkpoint", str(site / "checkpoint.txt"), "--proof", str(site / "consistency.json")]
+    files += ["--old-checkpoint", str(site / "previous-checkpoint.txt")]
+    code, out, err = run(capsys, "check-proof", *files, "--key", published.signer.verifier.encode())
+    assert (code, out) == (0, "the tournament's 4 games begin with the 3 signed before\n"), err
+    index = re.sub(r"<[^>]+>|\s+", " ", (site / "index.html").read_text("utf-8"))
+    assert "consistent with the previous checkpoint (size 3 \u2192 4)" in index
+    assert 'href="previous-checkpoint.txt"' in (site / "index.html").read_text("utf-8")
+    assert 'href="consistency.json"' in (site / "index.html").read_text("utf-8")
+    assert site_data(site)["previous"] == {
+        "note": republished.first_note,
+        "consistency": json.loads(proof),
+    }
+
+
+def _signed_previous(site: Path, signer: Signer, origin: str, size: int, root: bytes) -> Path:
+    """A copy of ``site`` whose checkpoint is replaced by one of ``origin`` at ``size`` with ``root``."""
+    (site / "checkpoint.txt").write_text(Checkpoint(origin, size, root).sign(signer), "utf-8")
+    return site
+
+
+def test_a_previous_checkpoint_the_new_tree_does_not_extend_is_refused(
+    republished: Republished, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    published = republished.published
+    signer, other = published.signer, Signer.from_seed(SERVICE, (4).to_bytes(32, "big"))
+    origin = tournament_origin(SERVICE, REPUBLISHED)
+    root = (republished.site / "previous-checkpoint.txt").read_text("utf-8").splitlines()[2]
+    old_root = base64.b64decode(root)
+    cases = {
+        "more": (signer, origin, 5, old_root, "signs more games than the tournament has finished (4)"),
+        "root": (signer, origin, 3, bytes(32), "is not a prefix of the tournament's 4: "),
+        "key": (other, origin, 3, old_root, "is not a checkpoint signed by the key uno-audit.test: "),
+        "origin": (signer, tournament_origin(SERVICE, TOURNAMENT), 2, old_root, "is the checkpoint of "),
+    }
+    db = ["--database-url", published.database_url, "--key-file", str(published.key_file)]
+    for name, (by, of, size, head, reason) in cases.items():
+        site = tmp_path / name
+        shutil.copytree(republished.site, site)
+        _signed_previous(site, by, of, size, head)
+        before = {path: path.read_bytes() for path in site.rglob("*") if path.is_file()}
+        code, printed, err = run(capsys, "publish", "--tournament", REPUBLISHED, "--out", str(site), *db)
+        assert (code, printed) == (2, ""), name
+        assert err.startswith("uno-audit publish: ") and reason in err and err.count("\n") == 1, err
+        assert {path: path.read_bytes() for path in site.rglob("*") if path.is_file()} == before

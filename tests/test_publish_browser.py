@@ -1,8 +1,9 @@
 """A published tournament checked in headless Chromium from file://: check.html recomputes every game's
 leaf and inclusion proof and checks the checkpoint's Ed25519 signature with WebCrypto, and says the site
 verifies; one edit of a game's result, of a byte of its proof, or of a byte of the checkpoint's root or
-signature, and that game or the whole site does NOT verify. Nothing is fetched and no page's policy is
-crossed.
+signature, and that game or the whole site does NOT verify. A site published again shows, checked there
+too, that the previous results are a prefix of these (the previous checkpoint's signature, the consistency
+proof), and not with a byte of either edited. Nothing is fetched and no page's policy is crossed.
 
 Chromium and its driver as in tests/test_replay_browser.py (whose fixture this uses): without them the
 tests skip, unless ``UNO_AUDIT_REQUIRE_BROWSER`` is set, then they fail.
@@ -23,12 +24,16 @@ from selenium.webdriver.remote.command import Command
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
-from tests.test_publish import LIVE, Published, published, site_data
+from service.audit.site import Previous, Site, site_files, write_site
+from service.checkpoints import Checkpoint, Signer, TournamentLeaf, tournament_checkpoint, tournament_tree
+from service.cli.checkpoints import consistency_to_json
+from tests import tiers
+from tests.test_publish import LIVE, Published, Republished, published, republished, site_data
 from tests.test_replay_browser import _console, browser
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(600)]
 
-__all__ = ["browser", "published"]  # the fixtures, used by name
+__all__ = ["browser", "published", "republished"]  # the fixtures, used by name
 
 _DATA = re.compile(r'(<script id="site-data" type="application/json">)(.*?)(</script>)', re.S)
 
@@ -111,21 +116,27 @@ EDITS: dict[str, Callable[[dict[str, Any]], str | None]] = {
 }
 
 
-@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
-def test_an_edit_does_not_verify(browser: WebDriver, published: Published, tmp_path: Path, edit: str) -> None:
-    site = tmp_path / "site"
-    shutil.copytree(published.site, site)
-    page_file = site / "check.html"
+def _edited(site: Path, into: Path, edit: Callable[[dict[str, Any]], str | None]) -> str | None:
+    """A copy of ``site`` in ``into`` whose check.html's data ``edit`` changed; what ``edit`` returns."""
+    shutil.copytree(site, into)
+    page_file = into / "check.html"
     html = page_file.read_text("utf-8")
     found = _DATA.search(html)
     assert found is not None
     data = json.loads(found.group(2))
-    edited = EDITS[edit](data)
+    edited = edit(data)
     # Embedded as the page embeds it (Jinja's tojson): no "<", ">", "&" or "'" as such.
     text = json.dumps(data)
     for char in "<>&'":
         text = text.replace(char, f"\\u{ord(char):04x}")
     page_file.write_text(html[: found.start(2)] + text + html[found.end(2) :], "utf-8")
+    return edited
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_an_edit_does_not_verify(browser: WebDriver, published: Published, tmp_path: Path, edit: str) -> None:
+    site = tmp_path / "site"
+    edited = _edited(published.site, site, EDITS[edit])
 
     verdict, games = _check(browser, site)
     assert verdict == "fails", browser.find_element(By.ID, "site-verdict").text
@@ -169,3 +180,97 @@ def test_a_browser_without_ed25519_is_told_so_and_shown_the_command_line(
     assert {game: v for game, v in games.items() if game != LIVE} == dict.fromkeys(
         [game for game in games if game != LIVE], "unsupported"
     )
+
+
+def _consistency(page: WebDriver) -> tuple[str, str]:
+    line = page.find_element(By.ID, "consistency-line")
+    return str(line.get_attribute("data-verdict")), line.text
+
+
+def test_a_republished_site_shows_that_the_previous_results_are_a_prefix(
+    browser: WebDriver, republished: Republished
+) -> None:
+    verdict, games = _check(browser, republished.site)
+    assert verdict == "verifies", browser.find_element(By.ID, "site-verdict").text
+    assert set(games.values()) == {"verifies"} and len(games) == 4
+    assert _consistency(browser) == (
+        "verifies",
+        "the previous results are a prefix of these (size 3 \u2192 4): verifies, the previous checkpoint's "
+        "signature and the consistency proof",
+    )
+    _clean(browser)
+
+
+def _edit_consistency_proof(data: dict[str, Any]) -> None:
+    proof = data["previous"]["consistency"]["proof"]
+    proof[-1] = _flip_hex(proof[-1], 7)
+
+
+def _edit_previous_root(data: dict[str, Any]) -> None:
+    origin, size, root, *rest = data["previous"]["note"].split("\n")
+    data["previous"]["note"] = "\n".join([origin, size, _flip_base64(root, 10), *rest])
+
+
+HISTORY_EDITS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "a byte of the consistency proof": _edit_consistency_proof,
+    "a byte of the previous checkpoint's root": _edit_previous_root,
+}
+
+
+@pytest.mark.parametrize("edit", HISTORY_EDITS, ids=list(HISTORY_EDITS))
+def test_an_edit_of_the_history_does_not_verify(
+    browser: WebDriver, republished: Republished, tmp_path: Path, edit: str
+) -> None:
+    site = tmp_path / "site"
+    _edited(republished.site, site, HISTORY_EDITS[edit])
+    verdict, games = _check(browser, site)
+    text = browser.find_element(By.ID, "site-verdict").text
+    assert verdict == "fails" and "the previous results are NOT a prefix of these" in text, text
+    line, said = _consistency(browser)
+    assert line == "fails" and said.startswith(
+        "the previous results are a prefix of these: does NOT verify"
+    ), said
+    assert set(games.values()) == {"verifies"}  # the games themselves still are in the new checkpoint
+    _clean(browser)
+
+
+def test_the_pages_consistency_check_agrees_with_merkle_py_at_every_size(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    """check.js's RFC 9162 verification, for every pair of sizes up to 9 (every shape of the algorithm's
+    paths: powers of two, odd and even splits), on proofs from service/checkpoints/merkle.py; and each
+    fails on another previous root. The fast tier stops at size 5."""
+    top = 9 if tiers.full else 5
+    leaves = [TournamentLeaf(f"g{n}", 1, bytes([n]) * 32) for n in range(1, top + 1)]
+    signer = Signer.from_seed("uno-audit.test", bytes(32))
+    for size in range(1, top + 1):
+        tree = tournament_tree(leaves[:size])
+        new = tournament_checkpoint(signer.name, "t", leaves[:size])
+        for old_size in range(0, size + 1):
+            for forged in (False, True):
+                old = tournament_checkpoint(signer.name, "t", leaves[:old_size])
+                if forged:
+                    old = Checkpoint(old.origin, old.size, bytes(32))
+                proof = tree.consistency_proof(old_size, size)
+                consistency = (
+                    None if old_size in (0, size) else consistency_to_json("t", old_size, size, proof)
+                )
+                site = Site(
+                    "t",
+                    new.sign(signer),
+                    size,
+                    new.root_hash,
+                    (signer.verifier.encode(),),
+                    (),
+                    (),
+                    0,
+                    Previous(old.sign(signer), old_size, old.root_hash, consistency),
+                )
+                folder = tmp_path / f"{old_size}-{size}-{forged}"
+                write_site(folder, site_files(site))
+                _check(browser, folder)
+                assert _consistency(browser)[0] == ("fails" if forged else "verifies"), (
+                    old_size,
+                    size,
+                    forged,
+                )

@@ -1,6 +1,7 @@
 """A tournament's public site, as static files: standings and results, each game's public replay (hand
 counts only), the signed tournament checkpoint with its verifier keys, every game's inclusion proof and
-leaf, and ``check.html``, which recomputes the leaves and proofs and checks the signature in the browser.
+leaf, and ``check.html``, which recomputes the leaves and proofs and checks the signature in the browser
+(and, on a site published again, the previous checkpoint and the consistency proof: :class:`Previous`).
 
 Pure: the command line (:mod:`service.cli.publish`) reads the store and the verifier; this module lays the
 files out (:func:`site_files`) and writes them (:func:`write_site`). A game's result is bound to its leaf
@@ -32,6 +33,8 @@ from service.store.model import event_hash, row_facts
 
 #: The file that marks a folder as one ``publish`` made: only such a folder (or an empty one) is replaced.
 MARKER = ".uno-audit-site"
+#: A republished site's previous checkpoint, and the consistency proof from it to the new one.
+PREVIOUS, CONSISTENCY = "previous-checkpoint.txt", "consistency.json"
 #: The pages load nothing: their own inline script and stylesheet, by hash, and no other source.
 _POLICY = ("default-src 'none'", "object-src 'none'", "base-uri 'none'", "form-action 'none'")
 
@@ -95,10 +98,23 @@ class SiteGame:
 
 
 @dataclass(frozen=True, slots=True)
+class Previous:
+    """The signed checkpoint of the site this one replaces (its note, size and root), and the consistency
+    proof from it to the new one as ``prove --from-size`` prints it (``None`` when there is nothing to
+    prove: it signed no game, or the same games)."""
+
+    note: str
+    size: int
+    root_hash: bytes
+    consistency: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
 class Site:
     """Everything the site shows: the tournament, its signed checkpoint (the note as ``checkpoint
     --tournament`` prints it, its size and root), the verifier keys to check it with, the games in
-    listing order, and the standings (rows as dictionaries) as of read-model position ``position``."""
+    listing order, the standings (rows as dictionaries) as of read-model position ``position``, and the
+    previous site's checkpoint (a republication)."""
 
     tournament: str
     note: str
@@ -108,6 +124,7 @@ class Site:
     games: tuple[SiteGame, ...]
     standings: tuple[Mapping[str, Any], ...]
     position: int
+    previous: Previous | None = None
 
 
 def site_files(site: Site) -> dict[str, bytes]:
@@ -125,11 +142,22 @@ def site_files(site: Site) -> dict[str, bytes]:
             files[paths["proof"]] = (json.dumps(game.inclusion, ensure_ascii=False) + "\n").encode()
             files[paths["leaf"]] = (json.dumps(_leaf_json(game), ensure_ascii=False) + "\n").encode()
         rows.append(_game_row(game, paths))
+    previous = site.previous
+    if previous is not None:
+        files[PREVIOUS] = previous.note.encode()
+        if previous.consistency is not None:  # byte for byte as ``prove`` prints it
+            files[CONSISTENCY] = (json.dumps(previous.consistency) + "\n").encode()
     data = {
         "tournament": site.tournament,
         "note": site.note,
         "keys": list(site.keys),
         "games": rows,
+        "previous": None
+        if previous is None
+        else {
+            "note": previous.note,
+            "consistency": None if previous.consistency is None else dict(previous.consistency),
+        },
     }
     files["index.html"] = _index(site, rows).encode()
     files["check.html"] = _check(site, data).encode()
@@ -187,6 +215,9 @@ def _index(site: Site, rows: Sequence[Mapping[str, Any]]) -> str:
             size=site.size,
             root=site.root_hash.hex(),
             keys=site.keys,
+            previous=site.previous,
+            previous_file=PREVIOUS,
+            consistency_file=CONSISTENCY,
             standings=site.standings,
             position=site.position,
             games=rows,
@@ -208,6 +239,9 @@ def _check(site: Site, data: Mapping[str, Any]) -> str:
             tournament=site.tournament,
             key=site.keys[0] if site.keys else "",
             data=data,
+            previous=site.previous,
+            previous_file=PREVIOUS,
+            consistency_file=CONSISTENCY,
         )
     )
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -266,18 +267,22 @@ async def _prove(store: Any, args: argparse.Namespace) -> int:
     if not 0 < args.from_size <= size:
         raise Refused(f"--from-size must be 1 to {size}")
     proof = tournament_tree(leaves).consistency_proof(args.from_size, size)
-    print(
-        json.dumps(
-            {
-                "kind": "consistency",
-                "tournament": args.tournament,
-                "old_size": args.from_size,
-                "size": size,
-                "proof": [step.hex() for step in proof],
-            }
-        )
-    )
+    print(json.dumps(consistency_to_json(args.tournament, args.from_size, size, proof)))
     return EXIT_OK
+
+
+def consistency_to_json(
+    tournament_id: str, old_size: int, size: int, proof: Sequence[bytes]
+) -> dict[str, Any]:
+    """A consistency proof as the JSON ``prove --from-size`` prints and ``check-proof`` reads (``publish``
+    writes it as its site's ``consistency.json``)."""
+    return {
+        "kind": "consistency",
+        "tournament": tournament_id,
+        "old_size": old_size,
+        "size": size,
+        "proof": [step.hex() for step in proof],
+    }
 
 
 def inclusion_to_json(tournament_id: str, inclusion: GameInclusion) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 It signs the tournament's checkpoint with the key ``checkpoint`` uses (``--key-file``, else
 ``$UNO_AUDIT_CHECKPOINT_KEY``, else ``DATA_DIR/checkpoint.key``), verifies every game as ``verify`` does,
-and writes the site into DIR: a new or empty folder, or one publish made before (replaced whole). Exit 0
-when written, 2 when refused (an unknown tournament, a folder of someone else's, no key).
+and writes the site into DIR: a new or empty folder, or one publish made before (replaced whole, its
+checkpoint kept as the previous one, with the consistency proof from it). Exit 0 when written, 2 when
+refused (an unknown tournament, a folder of someone else's, no key, a previous checkpoint the new tree
+does not extend).
 """
 
 from __future__ import annotations
@@ -19,11 +21,25 @@ from typing import TYPE_CHECKING, Any
 from service.checkpoints import (
     KEY_ENV,
     GameInclusion,
+    MerkleTree,
+    NoteError,
+    NoteVerificationError,
+    ProofError,
+    Receipt,
     Signer,
+    open_checkpoint,
     tournament_checkpoint,
+    tournament_origin,
     tournament_tree,
+    verify_consistency,
 )
-from service.cli.checkpoints import SERVE_KEY_FILE, inclusion_to_json, signing_key
+from service.cli.checkpoints import (
+    SERVE_KEY_FILE,
+    consistency_to_json,
+    inclusion_to_json,
+    read_small,
+    signing_key,
+)
 from service.cli.database import on_auditor
 from service.cli.exits import EXIT_OK, Refused
 from service.cli.options import stored_games_database
@@ -33,7 +49,7 @@ if TYPE_CHECKING:  # the database's modules load only when the command runs
     from projections.queries import TournamentGame
     from service.app.auditor import Auditor
     from service.audit.game_report import GameReport, Unverified
-    from service.audit.site import SiteGame
+    from service.audit.site import Previous, SiteGame
 
 #: The tournament's games are listed a page at a time.
 _PAGE = 500
@@ -71,10 +87,51 @@ def publish_command(args: argparse.Namespace) -> int:
     except SiteError as bad:
         raise Refused(f"--out: {bad}") from None
     signer = signing_key(args.key_file, args.data_dir)
-    return on_auditor(args, lambda auditor: _publish(auditor, signer, args))
+    previous = _previous_checkpoint(args.out, signer, args.tournament)
+    return on_auditor(args, lambda auditor: _publish(auditor, signer, args, previous))
 
 
-async def _publish(auditor: Auditor, signer: Signer, args: argparse.Namespace) -> int:
+def _previous_checkpoint(out: Path, signer: Signer, tournament: str) -> Receipt | None:
+    """The signed checkpoint of the site publish made in ``out`` before, opened with the signing key's
+    verifier; ``None`` for a new site. :class:`Refused` if it is not one of this tournament's by this key:
+    the new site could not show its history (a new folder starts one afresh)."""
+    from service.audit.site import MARKER
+
+    path = out / "checkpoint.txt"
+    if not (out / MARKER).is_file() or not path.is_file():
+        return None
+    try:
+        previous = open_checkpoint(read_small(path), [signer.verifier])
+    except (NoteError, NoteVerificationError) as bad:
+        raise Refused(f"--out: {path} is not a checkpoint signed by the key {signer.name}: {bad}") from None
+    origin = tournament_origin(signer.name, tournament)
+    if previous.origin != origin:
+        raise Refused(f"--out: {path} is the checkpoint of {previous.origin}, not of {origin}") from None
+    return previous
+
+
+def _history(previous: Receipt, tree: MerkleTree, root: bytes, tournament: str, out: Path) -> Previous:
+    """The previous checkpoint and the consistency proof from it to ``tree``'s head ``root``, checked
+    here (``prove`` would prove from any size, whatever root was signed at it); :class:`Refused` when the
+    new tree does not extend the old one, rather than publish a site that hides its history."""
+    from service.audit.site import Previous
+
+    old, size = previous.size, tree.size
+    where = f"the previous checkpoint in {out} ({old} games)"
+    if old > size:
+        raise Refused(f"{where} signs more games than the tournament has finished ({size})")
+    proof = tree.consistency_proof(old, size)
+    try:
+        verify_consistency(old, size, proof, previous.root_hash, root)
+    except ProofError as broken:
+        raise Refused(f"{where} is not a prefix of the tournament's {size}: {broken}") from None
+    consistency = None if old in (0, size) else consistency_to_json(tournament, old, size, proof)
+    return Previous(previous.note, old, previous.root_hash, consistency)
+
+
+async def _publish(
+    auditor: Auditor, signer: Signer, args: argparse.Namespace, previous: Receipt | None
+) -> int:
     from projections import queries
     from service.audit.site import Site, SiteError, site_files, write_site
     from service.audit.tournaments import ChainBroken, UnknownTournament, tournament_leaves
@@ -87,6 +144,10 @@ async def _publish(auditor: Auditor, signer: Signer, args: argparse.Namespace) -
     except UnknownTournament as unknown:
         raise Refused(str(unknown)) from None
     checkpoint = tournament_checkpoint(signer.name, tournament, leaves)
+    tree = tournament_tree(leaves)
+    history = (
+        None if previous is None else _history(previous, tree, checkpoint.root_hash, tournament, args.out)
+    )
     listed: list[queries.TournamentGame] = []
     while True:
         page = await queries.tournament_games(
@@ -97,7 +158,6 @@ async def _publish(auditor: Auditor, signer: Signer, args: argparse.Namespace) -
             break
     standings = await queries.standings(store, tournament)
     reports = {report.game_id: report async for report in auditor.verify_many(g.game_id for g in listed)}
-    tree = tournament_tree(leaves)
     indexes = {leaf.game_id: index for index, leaf in enumerate(leaves)}
     games = []
     for game in listed:
@@ -115,6 +175,7 @@ async def _publish(auditor: Auditor, signer: Signer, args: argparse.Namespace) -
         games=tuple(games),
         standings=tuple(dataclasses.asdict(row) for row in standings.rows),
         position=standings.cursor.position,
+        previous=history,
     )
     try:
         write_site(args.out, site_files(site))
@@ -122,7 +183,21 @@ async def _publish(auditor: Auditor, signer: Signer, args: argparse.Namespace) -
         raise Refused(f"--out: {bad}") from None
     leaf_count = sum(game.inclusion is not None for game in games)
     print(f"published tournament {tournament}: {len(games)} games, {leaf_count} signed, in {args.out}")
+    if history is not None:
+        print(_history_line(history, checkpoint.size, args.out))
     return EXIT_OK
+
+
+def _history_line(history: Previous, size: int, out: Path) -> str:
+    from service.audit.site import CONSISTENCY, PREVIOUS
+
+    if history.consistency is None:
+        nothing = "it signed no game" if history.size == 0 else "the same games"
+        return f"previous checkpoint kept as {out / PREVIOUS}: {nothing}, nothing to prove"
+    return (
+        f"consistent with the previous checkpoint (size {history.size} \u2192 {size}): "
+        f"{out / PREVIOUS}, {out / CONSISTENCY}"
+    )
 
 
 async def _game(
