@@ -11,7 +11,6 @@ docs/DESIGN.md ("The arbiter's replay page").
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from markupsafe import Markup
 
 from service.audit.game_report import GameReport
 from service.audit.log import Dispute, GameLog, LogError
+from service.audit.pages import content_policy, templates
 from service.audit.replay_rulings import Judged, SeatSummary, summarise, took_at, words
 from service.audit.rule_text import sentences_of
 from service.domain.auth import Caller
@@ -41,9 +41,6 @@ from service.rules.violations import Rule
 _SEAT_FIELDS = frozenset(("player", "target", "by", "offender", "winner", "dealer", "other"))
 #: Event fields too long to list in full (a whole deck, a reshuffled pile): shown as a count.
 _COUNTED_FIELDS = frozenset(("deck", "pile"))
-#: The page's Content-Security-Policy besides the hashes of its own script and stylesheet: a page mailed
-#: around and opened from disk has nothing to fetch, and no use for plugins, a ``<base>`` or forms.
-_POLICY = ("default-src 'none'", "object-src 'none'", "base-uri 'none'", "form-action 'none'")
 #: The palette of the score chart's lines, one per seat (repeating past eight players).
 _SERIES_COLOURS = ("#d62828", "#1d6fd1", "#2a9d3c", "#e0a800", "#7b2cbf", "#e76f51", "#118ab2", "#6c757d")
 
@@ -251,9 +248,9 @@ def _render(source: _Source, data: dict[str, Any], summary: Sequence[SeatSummary
     players = source.record.header.players
     # The text the page inlines is exactly the text hashed, so the policy always allows it (and only it).
     stylesheet, script = (
-        _environment().get_template(name).render() for name in ("replay.css.j2", "replay.js.j2")
+        templates().get_template(name).render() for name in ("replay.css.j2", "replay.js.j2")
     )
-    policy = _policy(scripts=[script], styles=[stylesheet])  # keywords and base64: nothing to escape
+    policy = content_policy(scripts=[script], styles=[stylesheet])  # keywords and base64: nothing to escape
     return _template().render(
         policy=Markup(policy),
         stylesheet=Markup(stylesheet),
@@ -597,28 +594,6 @@ def _chart(outcome: Outcome, players: Sequence[str]) -> _Chart | None:
     return _Chart(width, height, left, bottom, top, right, series, x_ticks, y_ticks)
 
 
-def _policy(*, scripts: Sequence[str], styles: Sequence[str]) -> str:
-    """The page's Content-Security-Policy: its inline ``scripts`` and ``styles`` (each element's exact
-    text) allowed by their SHA-256, no other script or style, nothing loaded."""
-
-    def sources(texts: Sequence[str]) -> str:
-        hashes = (base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() for text in texts)
-        return " ".join(f"'sha256-{digest}'" for digest in hashes) or "'none'"
-
-    default, *others = _POLICY
-    return "; ".join((default, f"script-src {sources(scripts)}", f"style-src {sources(styles)}", *others))
-
-
-@cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("service.audit", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-    )
-
-
 @cache
 def _template() -> jinja2.Template:
-    return _environment().get_template("replay.html.j2")
+    return templates().get_template("replay.html.j2")

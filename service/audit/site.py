@@ -11,21 +11,18 @@ tournament").
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from markupsafe import Markup
 
+from service.audit.pages import content_policy, templates
 from service.checkpoints import TournamentLeaf
 from service.store import StoredEvent
 from service.store.canonical import canonical
@@ -35,8 +32,6 @@ from service.store.model import event_hash, row_facts
 MARKER = ".uno-audit-site"
 #: A republished site's previous checkpoint, and the consistency proof from it to the new one.
 PREVIOUS, CONSISTENCY = "previous-checkpoint.txt", "consistency.json"
-#: The pages load nothing: their own inline script and stylesheet, by hash, and no other source.
-_POLICY = ("default-src 'none'", "object-src 'none'", "base-uri 'none'", "form-action 'none'")
 
 
 class SiteError(ValueError):
@@ -204,12 +199,12 @@ def _game_row(game: SiteGame, paths: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _index(site: Site, rows: Sequence[Mapping[str, Any]]) -> str:
-    stylesheet = _environment().get_template("site_style.css.j2").render()
+    stylesheet = templates().get_template("site_style.css.j2").render()
     return (
-        _environment()
+        templates()
         .get_template("site_index.html.j2")
         .render(
-            policy=Markup(_policy(scripts=(), styles=(stylesheet,))),
+            policy=Markup(content_policy(scripts=(), styles=(stylesheet,))),
             stylesheet=Markup(stylesheet),
             tournament=site.tournament,
             size=site.size,
@@ -227,13 +222,13 @@ def _index(site: Site, rows: Sequence[Mapping[str, Any]]) -> str:
 
 def _check(site: Site, data: Mapping[str, Any]) -> str:
     stylesheet, script = (
-        _environment().get_template(name).render() for name in ("site_style.css.j2", "site_check.js.j2")
+        templates().get_template(name).render() for name in ("site_style.css.j2", "site_check.js.j2")
     )
     return (
-        _environment()
+        templates()
         .get_template("site_check.html.j2")
         .render(
-            policy=Markup(_policy(scripts=(script,), styles=(stylesheet,))),
+            policy=Markup(content_policy(scripts=(script,), styles=(stylesheet,))),
             stylesheet=Markup(stylesheet),
             script=Markup(script),
             tournament=site.tournament,
@@ -243,28 +238,6 @@ def _check(site: Site, data: Mapping[str, Any]) -> str:
             previous_file=PREVIOUS,
             consistency_file=CONSISTENCY,
         )
-    )
-
-
-def _policy(*, scripts: Sequence[str], styles: Sequence[str]) -> str:
-    """A Content-Security-Policy allowing exactly the page's inline ``scripts`` and ``styles``, by
-    SHA-256, and loading nothing (as the replay page's)."""
-
-    def sources(texts: Sequence[str]) -> str:
-        hashes = (base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() for text in texts)
-        return " ".join(f"'sha256-{digest}'" for digest in hashes) or "'none'"
-
-    default, *others = _POLICY
-    return "; ".join((default, f"script-src {sources(scripts)}", f"style-src {sources(styles)}", *others))
-
-
-@cache
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("service.audit", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
     )
 
 
