@@ -1,5 +1,6 @@
 """The suite's own promises: it leaves a server it was not given alone, and the browser test skips
-locally but never in CI. Each runs a child pytest on a few real tests and looks at what it did."""
+locally but never in CI. Each runs a child pytest on a few real tests and looks at what it did: in the
+full tier only (CI), as a child pytest is a second suite's start-up."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests import tiers
 from tests.postgres import DATABASE_URL_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +28,7 @@ DATABASE_TESTS = (
 
 
 def _child_pytest(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    tiers.full_only("a child pytest")
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-rs", *args],
         cwd=ROOT,

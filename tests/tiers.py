@@ -25,7 +25,7 @@ FAST_FLOOR = 4
 full = False
 
 _COMMON = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow], "print_blob": True}
-settings.register_profile("fast", max_examples=20, **_COMMON)  # type: ignore[arg-type]
+settings.register_profile("fast", max_examples=10, **_COMMON)  # type: ignore[arg-type]
 settings.register_profile("full", max_examples=100, **_COMMON)  # type: ignore[arg-type]
 
 

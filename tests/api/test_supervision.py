@@ -34,6 +34,7 @@ from service.api.workers import BACKOFF_FIRST_SECONDS, BACKOFF_MAX_SECONDS, CRAS
 from service.checkpoints.keys import Signer, write_signer
 from service.client.bots import LoadSummary, run_bots
 from service.rules.options import Variant
+from tests import tiers
 from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
 from .test_serve_workers import (
@@ -258,6 +259,7 @@ async def test_a_killed_worker_is_replaced_while_the_other_serves_and_no_command
 async def test_restarts_again_and_again_are_a_crash_loop_in_health_and_metrics(
     tmp_path: Path, database_url: str, service_login: ServiceLogin, started: list[Serve]
 ) -> None:
+    tiers.full_only("five restarts of the projector, each after its back-off")
     serve, address, metrics_port = await _start(started, tmp_path, "loop", database_url, service_login)
     try:
         victim: int = (await asyncio.to_thread(serve.serving))["projector"]
