@@ -274,3 +274,25 @@ def test_the_pages_consistency_check_agrees_with_merkle_py_at_every_size(
                     size,
                     forged,
                 )
+
+
+_EVERY_POSITION = """
+const slider = document.getElementById("slider"), shown = new Set();
+for (let at = 0; at <= Number(slider.max); at++) {
+  slider.value = String(at);
+  slider.dispatchEvent(new Event("input"));
+  document.querySelectorAll("#hands [data-card]").forEach(c => shown.add(c.getAttribute("data-card")));
+}
+return [Number(slider.max) + 1, [...shown]];
+"""
+
+
+def test_no_replay_on_the_site_draws_a_hand_card(browser: WebDriver, published: Published) -> None:
+    """Every published replay, at every position, as Chromium draws it: each hand is card backs only (the
+    cards the table showed are on the table, not in a hand)."""
+    pages = sorted((published.site / "games").glob("*.html"))
+    assert len(pages) == 3
+    for path in pages:
+        browser.get(path.as_uri())
+        positions, shown = browser.execute_script(_EVERY_POSITION)
+        assert positions > 1 and shown == ["hidden"], (path.name, positions, shown)
