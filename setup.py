@@ -1,23 +1,23 @@
-"""Build hook: the project's metadata is in ``pyproject.toml``; this file only adds the opt-in compiled
-rules engine.
+"""Build hook: the project's metadata is in ``pyproject.toml``; this file only adds the compiled rules engine.
 
-With ``UNO_AUDIT_COMPILE=1`` in the environment at build time, and mypyc importable (``mypy[mypyc]`` is a
-build requirement), the pure rules package ``service.rules`` is compiled to C extension modules with
-mypyc: the same source, faster (README, "Benchmarks"). Install it with ``UNO_AUDIT_COMPILE=1 pip install
-.``. Otherwise the package builds as pure Python, exactly as without this file.
-
-The compiled build is opt-in, and never made for an editable install even when asked for: an editable
-build compiles in place, and Python prefers an extension module to the ``.py`` file beside it, so edits
-to the rules would silently not run. It also builds in its own folder (``build/mypyc``), so that a later
-pure build cannot pick up its ``.so`` files from setuptools' ``build/lib``.
+A wheel built here (``pip install .``, the image) has ``service.rules`` compiled to C extension modules by
+mypyc (``mypy[mypyc]`` is a build requirement): the same source, faster (README, "Benchmarks"). It stays
+pure Python, saying so in one line on standard error (``pip -v`` shows it), with ``UNO_AUDIT_COMPILE=0``,
+without a C compiler or Python's headers, and always for an editable install: an editable build compiles
+in place, and Python prefers an extension module to the ``.py`` file beside it, so edits to the rules
+would silently not run. The compiled build has its own folder (``build/mypyc``), so that a later pure
+build cannot pick up its ``.so`` files from setuptools' ``build/lib``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import sysconfig
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from setuptools import setup  # type: ignore[import-untyped,unused-ignore]  # no stubs in the venv
 
@@ -34,27 +34,63 @@ BUILD = "build/mypyc"
 #:   copies and pickles (commands from the wire and from records, a game's options, the violations
 #:   reported), kept plain Python so that they behave the same with the compiled engine as without it;
 #:   compiling them gained nothing measurable (the engine only reads their fields);
-#: * ``__init__.py``: it only re-exports.
-INTERPRETED = frozenset({"__init__.py", "events.py", "commands.py", "options.py", "violations.py"})
+#: * ``__init__.py``: it only re-exports; ``engine_kind.py``: it only reads a file name, nothing to gain.
+INTERPRETED = frozenset(
+    {"__init__.py", "events.py", "commands.py", "options.py", "violations.py", "engine_kind.py"}
+)
+
+#: The setup commands that build extension modules. pip's metadata steps (``egg_info``, ``dist_info``)
+#: and ``sdist`` build none, so they neither run mypyc nor say anything: one line per install, not three.
+BUILDS = frozenset({"bdist_wheel", "build", "build_ext", "install", "bdist"})
+#: The commands of an editable install (``pip install -e``: ``editable_wheel``; the legacy ``develop``).
+EDITABLE = frozenset({"editable_wheel", "develop"})
 
 
-def _editable() -> bool:
-    """Whether setuptools is building an editable install (which would compile into the source tree)."""
-    return any(command in sys.argv for command in ("editable_wheel", "develop")) or "--inplace" in sys.argv
+class Decision(NamedTuple):
+    """Whether to compile the rules engine, and the one line to say about it (None: nothing to say)."""
+
+    compile: bool
+    note: str | None
+
+
+def decide(setting: str | None, argv: Sequence[str], lacking: Callable[[], str | None]) -> Decision:
+    """The build's choice, from ``UNO_AUDIT_COMPILE`` (``setting``), the setup command line (``argv``) and
+    ``lacking()``, what the compiled build lacks here (None: nothing), asked only when it matters."""
+    if setting not in (None, "", "0", "1"):
+        raise SystemExit(f"UNO_AUDIT_COMPILE is 0 (pure Python) or 1 (compiled, the default), not {setting}")
+    commands = set(argv)
+    if commands & EDITABLE or "--inplace" in commands or {"build_ext", "-i"} <= commands:
+        return Decision(False, "an editable install: the rules engine stays pure Python, so that edits run")
+    if not commands & BUILDS:
+        return Decision(False, None)
+    if setting == "0":
+        return Decision(False, "UNO_AUDIT_COMPILE=0: the rules engine stays pure Python")
+    missing = lacking()
+    if missing is not None:
+        return Decision(False, f"{missing}: the rules engine is built as pure Python")
+    return Decision(True, "compiling the rules engine with mypyc (UNO_AUDIT_COMPILE=0 builds it pure)")
+
+
+def lacking() -> str | None:
+    """What the compiled build lacks here — mypyc, the C compiler setuptools would call (``CC``, else
+    the one Python was built with), ``Python.h`` — or None."""
+    try:
+        import mypyc.build  # noqa: F401  # a build requirement, absent only with --no-build-isolation
+    except ImportError:
+        return "mypyc is not importable"
+    compiler = ((os.environ.get("CC") or sysconfig.get_config_var("CC") or "").split() or ["cc"])[0]
+    if shutil.which(compiler) is None:
+        return f"no C compiler ({compiler})"
+    header = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if not header.is_file():
+        return f"no Python headers ({header})"
+    return None
 
 
 def compiled_modules() -> list[Any]:
-    """The mypyc extension modules of ``service.rules``, or none unless ``UNO_AUDIT_COMPILE=1``."""
-    if os.environ.get("UNO_AUDIT_COMPILE") != "1":
-        return []
-    if _editable():
-        print("UNO_AUDIT_COMPILE=1 ignored for an editable install: building pure Python", file=sys.stderr)
-        return []
-    try:
-        from mypyc.build import mypycify
-    except ImportError:
-        print("UNO_AUDIT_COMPILE=1 but mypyc is not importable: building pure Python", file=sys.stderr)
-        return []
+    """The mypyc extension modules of ``service.rules``: the source paths relative to this folder."""
+    from mypyc.build import mypycify
+
     # mypycify names the modules from paths relative to the folder it runs in.
     os.chdir(HERE)
     paths = sorted(
@@ -70,5 +106,9 @@ def compiled_modules() -> list[Any]:
     return modules
 
 
-extensions = compiled_modules()
-setup(ext_modules=extensions, options={"build": {"build_base": BUILD}} if extensions else {})
+if __name__ == "__main__":  # run by setuptools' build backend; tests/test_build.py imports decide()
+    decision = decide(os.environ.get("UNO_AUDIT_COMPILE"), sys.argv[1:], lacking)
+    if decision.note is not None:
+        print(f"uno-audit build: {decision.note}", file=sys.stderr)
+    extensions = compiled_modules() if decision.compile else []
+    setup(ext_modules=extensions, options={"build": {"build_base": BUILD}} if extensions else {})

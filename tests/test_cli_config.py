@@ -241,7 +241,8 @@ def test_version_prints_the_installed_packages_version(capsys: pytest.CaptureFix
         main(["--version"])
 
     assert stopped.value.code == 0
-    assert capsys.readouterr().out == f"uno-audit {importlib.metadata.version('uno-audit')}\n"
+    version = importlib.metadata.version("uno-audit")
+    assert capsys.readouterr().out == f"uno-audit {version} (rules engine: pure)\n"  # the work tree's
 
 
 def _help_blocks(help_text: str) -> dict[str, str]:

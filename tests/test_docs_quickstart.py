@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(240)
 
 BIN = Path(sys.executable).parent
 QUICKSTART = DOCS / "quickstart.md"
-INSTALL = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'"
+INSTALL = "python3 -m venv .venv && .venv/bin/pip install '.[dev]'"
 
 
 def _quickstart() -> list[tuple[str, list[str]]]:

@@ -34,6 +34,7 @@ from service.api.metrics import Exporter
 from service.checkpoints.keyring import Keyring
 from service.ops import metrics
 from service.ops.logging import logger
+from service.rules.engine_kind import engine_kind
 
 #: What a worker process runs: a fresh interpreter, reading its :class:`WorkerPlan` from standard input.
 WORKER_CODE = "from service.api.worker_process import worker_main; worker_main()"
@@ -287,6 +288,7 @@ def _log_serving(config: ServeConfig, address: str, slots: list[_Slot], exporter
         admin=config.admin_token is not None,
         tls=config.tls_mode,
         metrics=None if exporter is None else exporter.port,
+        engine=engine_kind(),  # "compiled" or "pure": a build without a C compiler falls back silently
     )
 
 

@@ -15,6 +15,7 @@ from service.cli import admin, audit, checkpoints, clients, health, play, publis
 from service.cli.exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_USAGE, Refused
 from service.cli.options import Parser, installed_version
 from service.ops.embedded import EmbeddedError
+from service.rules.engine_kind import engine_kind
 
 #: The commands in the order ``uno-audit --help`` lists them.
 COMMANDS = (
@@ -43,8 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action="version",
-        version=f"%(prog)s {installed_version()}",
-        help="print the installed version and exit",
+        # The engine too: an install without a C compiler, or an editable one, runs the pure engine silently.
+        version=f"%(prog)s {installed_version()} (rules engine: {engine_kind()})",
+        help="print the installed version and the rules engine it runs (compiled or pure), and exit",
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for register in COMMANDS:
