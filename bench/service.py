@@ -95,6 +95,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -153,6 +154,9 @@ TEMPLATE_GAMES = 16
 #: End to end ≥ this × pgbench's best one-transaction TPS, by games in flight (none for 1 game).
 E2E_VS_PGBENCH = {"8": 0.5, "64": 1.0}
 P99_AT_HALF_PEAK_MS = 5.0
+# The latency issue's target at half the peak: p99 ≤ 10 ms and ≤ 2 × the p50 with one game.
+P99_AT_HALF_PEAK_MS_NOW = 10.0
+P99_VS_SINGLE_P50 = 2.0
 SERVER_CPU_MS = 0.4  # the server's CPU per command at the peak load
 FULL_VS_EMPTY = 1.2  # latency with the filled store ≤ this × empty store
 # The issue's figures (bots as the client, one server process), printed beside today's.
@@ -688,6 +692,7 @@ async def replay(
     *,
     rate: float | None = None,
     server: Sequence[int] = (),
+    breakdown: list[tuple[float, ...]] | None = None,
 ) -> Figure:
     """``games`` games in flight for the window, each replaying scripts one after another.
 
@@ -739,15 +744,19 @@ async def replay(
                     await window.pace()
                     started = time.perf_counter()
                     try:
-                        await calls[method](
+                        call = calls[method](
                             _header(game_id, str(number)) + body, metadata=seats[seat], timeout=30
                         )
+                        await call
                     except grpc.aio.AioRpcError as error:
                         if error.code() is not grpc.StatusCode.FAILED_PRECONDITION:
                             raise
                         rejected += 1
                         break
-                    window.record(started, time.perf_counter())
+                    ended = time.perf_counter()
+                    window.record(started, ended)
+                    if breakdown is not None and window.start <= ended < window.end:
+                        breakdown.append(_stages(started, ended, await call.trailing_metadata()))
 
         used = await run_for(window, [functools.partial(worker, i) for i in range(games)], processes)
     finally:
@@ -758,6 +767,115 @@ async def replay(
     )
     figure.extra.update(cpu_figures(used, seconds, figure.operations))
     return figure
+
+
+# --- (c4) where a command's time goes ---------------------------------------------------------------------
+
+#: The columns of a command's breakdown, in order: before the servicer ran (the client's send, the
+#: transport, gRPC's queue and the event loop), the server's stages (service/ops/stages.py), then the reply
+#: back to the client (serialization, transport, the client's loop).
+BREAKDOWN = ("before servicer", "admit", "decide", "group wait", "database", "reply", "back to client")
+
+
+def _stages(started: float, ended: float, trailing: grpc.aio.Metadata | None) -> tuple[float, ...]:
+    """One command's breakdown in ms, from the client's clock and the server's ``uno-audit-timing``
+    (``perf_counter`` is CLOCK_MONOTONIC on Linux: one clock for both processes)."""
+    text = next(str(value) for key, value in trailing or () if key == "uno-audit-timing")
+    fields = {name: int(number) for name, number in (part.split("=") for part in text.split(","))}
+    received, replied = fields.pop("received") / 1e9, fields.pop("replied") / 1e9
+    server = [fields[name] / 1000 for name in ("admit", "decide", "group_wait", "database", "reply")]
+    return ((received - started) * 1000, *server, (ended - replied) * 1000)
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of the server's Prometheus endpoint, by name and labels."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def histogram_delta(
+    before: dict[tuple[str, tuple[tuple[str, str], ...]], float],
+    after: dict[tuple[str, tuple[tuple[str, str], ...]], float],
+    name: str,
+    **labels: str,
+) -> dict[str, Any]:
+    """What a histogram gained between two scrapes: count, sum in ms, and the bucket bound (ms) under
+    which 99 % and all of the new observations fell."""
+
+    def value(suffix: str, extra: dict[str, str]) -> float:
+        key = (name + suffix, tuple(sorted({**labels, **extra}.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    count = value("_count", {})
+    bounds = sorted(
+        float(dict(key[1])["le"])
+        for key in after
+        if key[0] == name + "_bucket" and {**dict(key[1]), "le": ""} == {**labels, "le": ""}
+    )
+    cumulative = [(bound, value("_bucket", {"le": _le(bound)})) for bound in bounds]
+
+    def under(share: float) -> float | None:
+        return next((b * 1000 for b, n in cumulative if count and n >= share * count), None)
+
+    return {
+        "count": int(count),
+        "sum_ms": round(value("_sum", {}) * 1000, 2),
+        "p99_ms": under(0.99),
+        "max_ms": under(1.0),
+    }
+
+
+def _le(bound: float) -> str:
+    return "+Inf" if bound == float("inf") else repr(bound)
+
+
+async def breakdown_run(
+    url: str, workers: int, games: int, rate: float, plays: Sequence[Script], seconds: float
+) -> dict[str, Any]:
+    """(c4): the half-peak load again against ``serve --stage-timing --metrics-listen``: each command's
+    breakdown, and the event loop's lag and the collector's pauses from the metrics, over the window."""
+    metrics_port = free_port()
+    rows: list[tuple[float, ...]] = []
+    extra = ("--stage-timing", "--metrics-listen", f"127.0.0.1:{metrics_port}")
+    async with served(url, workers, extra) as server:
+        before = await asyncio.to_thread(scrape, metrics_port)
+        figure = await replay(
+            server.address,
+            games,
+            seconds,
+            plays,
+            server.admin_token,
+            rate=rate,
+            server=server.pids,
+            breakdown=rows,
+        )
+        after = await asyncio.to_thread(scrape, metrics_port)
+    columns: list[tuple[float, ...]] = list(zip(*rows, strict=True)) if rows else [() for _ in BREAKDOWN]
+    return {
+        **figure.to_json(),
+        "stages_ms": {
+            name: {
+                "mean": round(sum(column) / len(column), 3) if column else 0.0,
+                "p50": round(percentile(column, 50), 3),
+                "p99": round(percentile(column, 99), 3),
+            }
+            for name, column in zip(BREAKDOWN, columns, strict=True)
+        },
+        "loop_lag": histogram_delta(before, after, "uno_audit_event_loop_lag_seconds"),
+        "gc": {
+            str(generation): histogram_delta(
+                before, after, "uno_audit_gc_pause_seconds", generation=str(generation)
+            )
+            for generation in (0, 1, 2)
+        },
+    }
 
 
 # --- (d) bots, as people's clients would be ----------------------------------------------------------------
@@ -855,12 +973,12 @@ def _children_of(pid: int) -> list[int]:
 
 
 @contextlib.asynccontextmanager
-async def served(url: str, workers: int = 1) -> AsyncIterator[Served]:
-    """``uno-audit serve --workers N`` in a subprocess on a free port, with an admin token (the replayed
-    games are dealt from fixed decks); SIGTERM at the end."""
+async def served(url: str, workers: int = 1, extra: Sequence[str] = ()) -> AsyncIterator[Served]:
+    """``uno-audit serve --workers N [extra]`` in a subprocess on a free port, with an admin token (the
+    replayed games are dealt from fixed decks); SIGTERM at the end."""
     token = secrets.token_hex(24)
     service_url = make_conninfo(url, user=SERVICE_LOGIN)  # serve refuses the owner's login
-    command = [sys.executable, "-m", "service.cli", "serve", "--database-url", service_url]
+    command = [sys.executable, "-m", "service.cli", "serve", "--database-url", service_url, *extra]
     async with _subprocess_server(command, workers, {"UNO_AUDIT_ADMIN_TOKEN": token}) as (address, pids):
         yield Served(address, pids, token)
 
@@ -1183,6 +1301,8 @@ async def run_all(
         "workers": peak_workers,
     }
     results["bots_8"] = {**heavy.to_json(), "workers": peak_workers}
+    _say("(c4) where the time goes: the half-peak load, serve --stage-timing --metrics-listen ...")
+    results["breakdown"] = await breakdown_run(url, peak_workers, peak_games, rate, plays, seconds)
 
     if e2e_only:
         results["load_average_after"] = os.getloadavg()[0]
@@ -1222,6 +1342,29 @@ async def run_all(
 
 def _verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
+
+
+def breakdown_lines(found: dict[str, Any]) -> list[str]:
+    """(c4)'s table: each stage's mean, p50 and p99, then the loop's lag and the collector's pauses."""
+    lines = [
+        "-" * 130,
+        f"(c4) where a command's time goes at half the peak ({found['per_second']:,.0f}/s, p50 "
+        f"{found['p50_ms']:.2f}, p99 {found['p99_ms']:.2f} ms; serve --stage-timing): ms per command",
+        f"    {'stage':<20}{'mean':>9}{'p50':>9}{'p99':>9}",
+    ]
+    for name, figure in found["stages_ms"].items():
+        lines.append(f"    {name:<20}{figure['mean']:>9.3f}{figure['p50']:>9.3f}{figure['p99']:>9.3f}")
+    lag = found["loop_lag"]
+    lines.append(
+        f"    event-loop lag (5 ms ticker, all workers): {lag['count']:,} ticks, {lag['sum_ms']:.1f} ms late "
+        f"in all; 99 % under {lag['p99_ms']} ms, all under {lag['max_ms']} ms"
+    )
+    passes = ", ".join(
+        f"gen {generation}: {gc['count']:,} passes, {gc['sum_ms']:.1f} ms, all under {gc['max_ms']} ms"
+        for generation, gc in found["gc"].items()
+    )
+    lines.append(f"    garbage collector (all workers): {passes}")
+    return lines
 
 
 def report(results: dict[str, Any]) -> str:
@@ -1277,6 +1420,13 @@ def report(results: dict[str, Any]) -> str:
     )
     heavy = results["bots_8"]
     row(f"(c3) bots as the client, 8 games, {heavy['workers']} w", heavy, "for comparison: a heavy client")
+    single = results["e2e"][str(half["workers"])]["1"]
+    bound = min(P99_AT_HALF_PEAK_MS_NOW, P99_VS_SINGLE_P50 * single["p50_ms"])
+    lines.append(
+        f"{'':<48}{'':>9}{'':>8}{'':>8}   p99 target ≤ {P99_AT_HALF_PEAK_MS_NOW:g} ms and ≤ "
+        f"{P99_VS_SINGLE_P50:g} × 1-game p50 ({single['p50_ms']:.2f}) = {bound:.2f} ms → "
+        f"{_verdict(half['p99_ms'] <= bound)}"
+    )
     for workers, loads in results.get("floor", {}).items():
         for count, figure in loads.items():
             row(
@@ -1286,6 +1436,8 @@ def report(results: dict[str, Any]) -> str:
             )
     for count, figure in results.get("e2e_in_process", {}).items():
         row(f"    replayed, server in the bench process, {count}", figure, "for comparison (shares the loop)")
+    if "breakdown" in results:
+        lines += breakdown_lines(results["breakdown"])
     measured = [
         *((f"(a) pgbench, {n} client(s)", f) for n, f in pg.items()),
         *((f"(b) EventStore.append, {n} task(s)", f) for n, f in results.get("store_append", {}).items()),

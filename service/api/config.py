@@ -53,6 +53,9 @@ class ServeConfig:
     #: A database for the reads that may lag behind the log (a standby): seed-free VerifyGame, ExportGame,
     #: ReplayGame, and GetStandings. None: the primary serves them too.
     read_database_url: str | None = None
+    #: Answer each command's stages in its trailing metadata (:mod:`service.ops.stages`): a diagnostic
+    #: for benchmarks, off by default since it tells clients how the server spends its time.
+    stage_timing: bool = False
     log_format: str = "json"
     log_level: str = "info"
 

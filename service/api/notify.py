@@ -1,8 +1,9 @@
 """``WatchGame`` streams: one LISTEN connection per server fans out to every stream; nothing polls.
 
-:class:`Notifier` keeps the server's only ``LISTEN uno_events`` connection, wakes the watchers of a game
-when its append commits, and bounds the streams a server holds open (:data:`MAX_STREAMS`, the client's
-quota, a game's spectators). Why no event is missed without polling: docs/DESIGN.md ("Watch streams").
+:class:`Notifier` keeps the server's only ``LISTEN uno_events`` connection while streams are open,
+wakes the watchers of a game when its append commits, and bounds the streams a server holds open
+(:data:`MAX_STREAMS`, the client's quota, a game's spectators). Why no event is missed without
+polling: docs/DESIGN.md ("Watch streams").
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ log = structlog.get_logger("uno_audit.notify")
 MAX_STREAMS = 1000
 #: Events a stream reads from the store at a time while catching up.
 PAGE_SIZE = 500
+#: How long the LISTEN connection stays open after the last stream closed: a client that reopens its
+#: stream soon finds it up; a server that nobody watches holds none (notifications cost both sides).
+LINGER_SECONDS = 30.0
+#: How long a new stream waits for the LISTEN connection to come up before its first read.
+HEARD_SECONDS = 5.0
 #: The pause before listening again after the LISTEN connection is lost: doubled per failure, up to the
 #: second figure, back to the first once listening.
 RETRY_SECONDS = (0.1, 5.0)
@@ -64,6 +70,7 @@ class Watcher:
         """
         page_size = self.notifier.page_size
         read_from = min(after_version, version)
+        self._woken.clear()  # a wake-up before the first read is news the first read brings anyway
         while True:
             page = await self.notifier.store.read_stream(
                 self.game_id, after_version=read_from, limit=page_size
@@ -106,6 +113,10 @@ class Notifier:
         self._open = 0
         self._listening = False
         self._task: asyncio.Task[None] | None = None
+        self._started = False
+        self._linger: asyncio.TimerHandle | None = None
+        self._heard = asyncio.Event()
+        self.linger_seconds = LINGER_SECONDS
 
     @property
     def listening(self) -> bool:
@@ -121,13 +132,43 @@ class Notifier:
         return frozenset(self._watchers.get(game_id, ()))
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="uno-audit-notifier")
+        """Listen from the first stream on (until :attr:`linger_seconds` after the last one closes)."""
+        self._started = True
+        if self._watchers:
+            self._listen()
 
     async def stop(self) -> None:
+        self._started = False
+        if self._linger is not None:
+            self._linger.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    async def heard(self, timeout: float = HEARD_SECONDS) -> None:
+        """Wait until the connection listens, at most ``timeout``: a new stream's first read then needs no
+        second one when it comes up (one that reads before still misses nothing: :meth:`_connected`)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._heard.wait(), timeout)
+
+    def _listen(self) -> None:
+        """Listen now, unless already listening (or about to); a pending stop is called off."""
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
+        if self._started and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._run(), name="uno-audit-notifier")
+
+    def _unheard(self) -> None:
+        """The last stream closed: stop listening unless another opens within :attr:`linger_seconds`."""
+
+        def stop_listening() -> None:
+            self._linger = None
+            if self._task is not None and not self._watchers:
+                self._task.cancel()
+
+        self._linger = asyncio.get_running_loop().call_later(self.linger_seconds, stop_listening)
 
     async def _run(self) -> None:
         first, most = RETRY_SECONDS
@@ -152,12 +193,14 @@ class Notifier:
     def _connected(self) -> None:
         """Listening (again): whatever was appended while nobody listened is read by every watcher now."""
         self._listening = True
+        self._heard.set()
         log.info("listening", watchers=self._open)
         self._wake_all()
 
     def _disconnected(self) -> None:
         """The notifications from now until listening again are lost: every watcher reads once now (a
         wake-up that was on its way is not lost with them) and again when listening resumes."""
+        self._heard.clear()
         if self._listening:
             self._listening = False
             self._wake_all()
@@ -191,6 +234,9 @@ class Notifier:
                 )
         counted = tuple(scope for scope, _, _ in places[1:])
         watcher = Watcher(self, game_id, counted)
+        # A stream that subscribes before the connection listens is woken once it does (_connected), and
+        # reads then whatever was appended meanwhile.
+        self._listen()
         self._watchers.setdefault(game_id, set()).add(watcher)
         self._counts.update(counted)
         self._open += 1
@@ -206,3 +252,5 @@ class Notifier:
             watchers.discard(watcher)
             if not watchers:
                 del self._watchers[game_id]
+                if not self._watchers:
+                    self._unheard()

@@ -41,9 +41,10 @@ from service.checkpoints import Signer
 from service.checkpoints.keyring import Keyring
 from service.domain import limits
 from service.domain.auth import token_hash
-from service.ops import metrics
+from service.ops import metrics, stages
 from service.ops.logging import configure_logging as configure_logging  # the command line imports it here
 from service.ops.logging import logger
+from service.rules.engine_kind import engine_kind
 from service.store import EventStore
 from uno_audit_client.gen.uno.audit.v1 import (
     audit_pb2,
@@ -181,7 +182,16 @@ def _add_services(
     store, reads = stores
     callers = Callers(store, token_hash(config.admin_token) if config.admin_token else None, config.access)
     game_pb2_grpc.add_GameServiceServicer_to_server(  # type: ignore[no-untyped-call]
-        GameService(store, CommandHandler(store), notifier, callers, keyring, reads=reads), server
+        GameService(
+            store,
+            CommandHandler(store),
+            notifier,
+            callers,
+            keyring,
+            reads=reads,
+            stage_timing=config.stage_timing,
+        ),
+        server,
     )
     checkpoint_pb2_grpc.add_CheckpointServiceServicer_to_server(  # type: ignore[no-untyped-call]
         CheckpointService(store, keyring, callers), server
@@ -266,13 +276,18 @@ async def start_server(
     for name in ("", SERVICE_NAME, AUDIT_SERVICE_NAME, CHECKPOINT_SERVICE_NAME):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     stopping = asyncio.Event()
-    background = [asyncio.create_task(_report_projection_lag(store, health, stopping), name="projection-lag")]
+    background = [
+        asyncio.create_task(_report_projection_lag(store, health, stopping), name="projection-lag"),
+        asyncio.create_task(stages.tick(stopping), name="loop-lag"),
+    ]
     if config.projector:
         background.append(
             asyncio.create_task(run_projector(config.database_url, stop=stopping), name="projector")
         )
     watched = metrics.Watched(lambda: notifier.open_streams, store.pool_stats)
     metrics.watch(watched)
+    stages.watch_collector()
+    stages.settle_heap()  # start-up's objects are never garbage: no later pass needs to walk them
     return RunningServer(
         server, store, reads, notifier, health, port, stopping, background, watched, exporter
     )
@@ -306,6 +321,7 @@ async def serve(
         admin=config.admin_token is not None,
         tls=config.tls_mode,
         metrics=config.metrics_listen,
+        engine=engine_kind(),  # "compiled" or "pure": a build without a C compiler falls back silently
     )
     await stopping.wait()
     log.info("stopping: finishing in-flight commands", grace_seconds=GRACE_SECONDS)

@@ -37,7 +37,7 @@ from service.domain.errors import (
     Unauthenticated,
     Unavailable,
 )
-from service.ops import metrics
+from service.ops import metrics, stages
 from service.ops.logging import logger
 from service.rules import commands as cmd
 from service.rules.cards import Card, CardError, Colour
@@ -186,6 +186,7 @@ def command_rpc(
 
     async def rpc(self: GameService, request: Any, context: Context) -> pb.CommandReply:
         started = time.perf_counter()
+        stamps = stages.begin(started)
         header: pb.CommandHeader = request.header
         fields: dict[str, Any] = {"command": method, "game": header.game_id, "command_id": header.command_id}
         try:
@@ -195,6 +196,7 @@ def command_rpc(
                 raise InvalidInput("header.expected_version", "must not be negative")
             caller = await self.callers.caller(context, game_id)
             fields["seat"] = seat = actor(caller, header)
+            stages.handled()
             outcome = await self.handler.handle(
                 game_id,
                 build(request, seat),
@@ -210,7 +212,7 @@ def command_rpc(
         fields["version"] = outcome.version
         _command_ended(started, fields)
         players = outcome.state.players
-        return pb.CommandReply(
+        reply = pb.CommandReply(
             version=outcome.version,
             events=[event_message(e, caller, players) for e in outcome.events],
             view=game_view(
@@ -223,6 +225,10 @@ def command_rpc(
             duplicate=outcome.duplicate,
             receipt=self.receipt(outcome),
         )
+        timing = stages.end(stamps, answer=self.stage_timing)
+        if timing is not None:
+            context.set_trailing_metadata(((stages.TIMING_KEY, timing),))
+        return reply
 
     rpc.__name__ = rpc.__qualname__ = method
     return rpc
@@ -277,8 +283,11 @@ class GameService(pb_grpc.GameServiceServicer):
         keyring: Keyring,
         *,
         reads: EventStore | None = None,
+        stage_timing: bool = False,
     ) -> None:
         self.store = store
+        #: Answer each command's stages in its trailing metadata (``serve --stage-timing``).
+        self.stage_timing = stage_timing
         #: Where the reads that may lag go (GetStandings): a standby's store, or the primary's.
         self.reads = reads or store
         self.handler = handler
@@ -428,6 +437,7 @@ class GameService(pb_grpc.GameServiceServicer):
         # Subscribed (and counted against the stream limits) before anything is read: an append after
         # the load wakes this stream even if it commits before the first wait.
         with self.notifier.watcher(game_id, client=client, spectator=caller.spectator) as watcher:
+            await self.notifier.heard()  # the first stream opens the LISTEN connection
             loaded = await self.handler.load(game_id)
             players = loaded.state.players
             stored = watcher.events(

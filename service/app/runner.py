@@ -11,6 +11,7 @@ store's command ledger. docs/DESIGN.md ("The write loop").
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -18,8 +19,16 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from service.domain.errors import Conflict, DataLoss, InvalidInput, ServiceError
-from service.ops import metrics
-from service.store import AppendResult, CommandReused, LedgerMismatch, NewEvent, StreamStore, VersionConflict
+from service.ops import metrics, stages
+from service.store import (
+    AppendResult,
+    CommandReused,
+    LedgerMismatch,
+    NewEvent,
+    StreamStore,
+    VersionConflict,
+    last_group_wait,
+)
 
 #: How many times a command is decided again because the stream moved on meanwhile.
 MAX_ATTEMPTS = 8
@@ -147,6 +156,7 @@ class Writer(ABC, Generic[S, C, D, R]):
                     continue
                 if not decision.events:
                     return await self.answer(game_id, Unchanged(snapshot))
+                queued = time.perf_counter()
                 try:
                     result = await metrics.timed_write(
                         self.store.append(
@@ -169,6 +179,7 @@ class Writer(ABC, Generic[S, C, D, R]):
                     continue
                 except CommandReused as reused:
                     raise InvalidInput("command_id", f"already used for another request ({reused})") from None
+                stages.appended(queued, queued + last_group_wait())
                 ran: Ran[S, D] = (
                     Repeated(result) if result.duplicate else Appended(snapshot, decision, result)
                 )

@@ -89,6 +89,13 @@ def register(commands: Any) -> None:
         metavar="HOST:PORT",
         help="serve Prometheus metrics over HTTP here (GET /metrics); none: no metrics endpoint",
     )
+    serve.add_argument(
+        "--stage-timing",
+        action="store_true",
+        help="answer each table command's server stages (admit, decide, group wait, database, reply) in "
+        "its trailing metadata uno-audit-timing: a diagnostic for benchmarks (bench/service.py), off by "
+        "default since it tells every client how the server spends its time",
+    )
     _access_options(serve)
     _tls_and_key_options(serve)
     logging_options(serve)
@@ -223,6 +230,7 @@ def _serve(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> bool:
                 projector=not args.no_projector,
                 database_timeout=args.database_timeout,
                 metrics_listen=args.metrics_listen,
+                stage_timing=args.stage_timing,
                 tls=tls,
                 workers=workers,
                 log_format=args.log_format,

@@ -55,6 +55,25 @@ APPENDS = Histogram(
     ("operation",),
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
+STAGE_SECONDS = Histogram(
+    "uno_audit_command_stage_seconds",
+    "Seconds a command of GameService spent in each stage on the server: admit (checks, "
+    "authentication), decide (load, decide, hash), group_wait (queued behind a write in flight), "
+    "database (its statement), reply (views, receipt, log line).",
+    ("stage",),
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+)
+LOOP_LAG = Histogram(
+    "uno_audit_event_loop_lag_seconds",
+    "How much later than asked the event loop woke a ticker sleeping 5 ms: time the loop was held.",
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+)
+GC_PAUSES = Histogram(
+    "uno_audit_gc_pause_seconds",
+    "Seconds each pass of Python's garbage collector held the process, by generation.",
+    ("generation",),
+    buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1),
+)
 CONFLICTS = Counter(
     "uno_audit_append_conflicts_total",
     "Appends refused because another writer moved the stream on first; then: retried (the command is "
@@ -139,6 +158,22 @@ async def timed_write(write: Awaitable[T], operation: str = "append") -> T:
         return await write
     finally:
         _child(APPENDS, operation).observe(time.perf_counter() - started)
+
+
+def command_stages(names: tuple[str, ...], seconds: tuple[float, ...]) -> None:
+    """One command's seconds in each of its stages (:data:`service.ops.stages.STAGES`)."""
+    for name, value in zip(names, seconds, strict=True):
+        _child(STAGE_SECONDS, name).observe(value)
+
+
+def loop_lag(seconds: float) -> None:
+    """The event loop woke the ticker ``seconds`` late."""
+    LOOP_LAG.observe(seconds)
+
+
+def gc_pause(generation: int, seconds: float) -> None:
+    """A pass of the garbage collector over ``generation`` held the process for ``seconds``."""
+    _child(GC_PAUSES, str(generation)).observe(seconds)
 
 
 def conflict(*, retried: bool) -> None:

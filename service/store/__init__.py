@@ -15,6 +15,7 @@ from service.store.errors import (
     StoreError,
     VersionConflict,
 )
+from service.store.group_commit import last_group_wait
 from service.store.interface import GameCatalogue, Store, StreamStore, Wakeups
 from service.store.memory import MemoryStore
 from service.store.migrate import MigrationError, apply_migrations, migrations
@@ -58,5 +59,6 @@ __all__ = [
     "apply_migrations",
     "chain_hash",
     "cursor_of",
+    "last_group_wait",
     "migrations",
 ]

@@ -10,8 +10,10 @@ ledger and outcome; a group the database refuses is sent again one command at a 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -84,6 +86,16 @@ SELECT k.i, w.positions, w.xids, k.seen, k.head_version, k.linked
 """
 
 
+#: How long this task's last append waited in the queue for the write ahead of it (0 when it went at once).
+_waited: ContextVar[float] = ContextVar("uno_audit_group_wait", default=0.0)
+
+
+def last_group_wait() -> float:
+    """The seconds the calling task's last append waited for its group to be sent (0.0 for one written
+    at once, alone, and for a store without group commit): the wait a command's latency owes the group."""
+    return _waited.get()
+
+
 class Alone:
     """The outcome "send this command again by itself": its group was refused as a whole, or it wrote
     nothing for a reason the group's snapshot did not show (a race with another transaction)."""
@@ -104,6 +116,9 @@ class Pending:
 
     batch: Batch
     future: asyncio.Future[Settlement] = field(default_factory=_new_future)
+    queued: float = field(default_factory=time.perf_counter)
+    #: When its group went to the database (a ``perf_counter`` reading; ``queued`` until then).
+    sent: float = 0.0
 
     def settle(self, outcome: Settlement) -> None:
         """Hand ``outcome`` to the waiting caller (unless it stopped waiting: cancelled)."""
@@ -190,7 +205,11 @@ class GroupCommit:
         """
         if self._busy:
             self._queue.append(pending)
-            return await pending.future
+            try:
+                return await pending.future
+            finally:
+                _waited.set(max(0.0, pending.sent - pending.queued))
+        _waited.set(0.0)
         self._busy = True
         try:
             self.groups += 1
@@ -245,6 +264,7 @@ class GroupCommit:
         command), and its outcome settled as without group commit."""
         self.groups += 1
         self.commands += 1
+        pending.sent = time.perf_counter()
         try:
             async with self._pool.connection() as conn:
                 result = await self._alone(conn, pending.batch)
@@ -260,6 +280,9 @@ class GroupCommit:
         """Send one group and hand each command its outcome; never raises (but when cancelled)."""
         self.groups += 1
         self.commands += len(group)
+        sent = time.perf_counter()
+        for pending in group:
+            pending.sent = sent
         params = {
             "batch": Jsonb([batch_item(i, pending) for i, pending in enumerate(group)]),
             "hash_version": HASH_VERSION,

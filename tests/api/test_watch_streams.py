@@ -130,6 +130,62 @@ async def test_a_lost_listen_connection_loses_no_event(
     await reader.close()
 
 
+async def _listen_connections(database_url: str) -> int:
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query = 'LISTEN uno_events'"
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_the_server_listens_only_while_streams_are_open(
+    database_url: str, service_login: ServiceLogin
+) -> None:
+    # No projector: its own LISTEN connection would count beside the notifier's.
+    await apply_migrations(database_url)
+    server = await start_server(
+        ServeConfig(
+            listen="127.0.0.1:0",
+            database_url=await service_login.url(database_url),
+            admin_token=ADMIN_TOKEN,
+            projector=False,
+        )
+    )
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            await _listen_only_while_watched(pb_grpc.GameServiceStub(channel), server, database_url)  # type: ignore[no-untyped-call]
+    finally:
+        await server.stop(grace=2.0)
+
+
+async def _listen_only_while_watched(
+    stub: pb_grpc.GameServiceStub, server: RunningServer, database_url: str
+) -> None:
+    server.notifier.linger_seconds = 0.2
+    game = await create_scripted(stub)
+    # Commands notify, but a server that nobody watches holds no LISTEN connection to hear them.
+    await _play_first_card(stub, game.game_id, game.seat(1))
+    assert not server.notifier.listening
+    assert await _listen_connections(database_url) == 0
+
+    created = game.reply.version
+    reader = Reader(stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id, after_version=created)))
+    await until(lambda: server.notifier.listening and server.notifier.open_streams == 1, "the stream")
+    assert await _listen_connections(database_url) == 1
+    drawn: pb.CommandReply = await stub.Draw(
+        pb.DrawRequest(header=header(game.game_id)), metadata=game.seat(2)
+    )
+    events = await reader.has(drawn.version - created)
+    assert [e.version for e in events] == list(range(created + 1, drawn.version + 1))
+    await reader.close()
+
+    await until(lambda: not server.notifier.listening, "the notifier to stop listening after the last stream")
+    assert await _listen_connections(database_url) == 0
+
+
 @contextlib.asynccontextmanager
 async def limited_server(
     database_url: str, login_url: str, *, total: int, per_client: int, spectators: int
