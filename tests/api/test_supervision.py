@@ -252,7 +252,11 @@ async def test_a_killed_worker_is_replaced_while_the_other_serves_and_no_command
     assert ledger["problems"] == []
     assert (ledger["lost"], ledger["duplicated"], ledger["refused_stored"]) == (0, 0, 0)
     assert journal.undecided == {} and journal.undocumented == [] and journal.broken_off == []
-    assert set(journal.statuses) <= {"OK", "UNAVAILABLE", "FAILED_PRECONDITION"}
+    assert set(journal.statuses) <= {"OK", "UNAVAILABLE", "FAILED_PRECONDITION", "ALREADY_EXISTS"}
+    # A creation whose reply the killed worker took with it is stored; its retry is answered ALREADY_EXISTS
+    # (GAME_EXISTS: the seat tokens are shown once). No other call is.
+    lost_creations = [a for a in journal.acknowledged.values() if (a.method, a.first) == ("CreateGame", None)]
+    assert journal.statuses["ALREADY_EXISTS"] == len(lost_creations)
 
 
 @needs_script
