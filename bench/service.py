@@ -68,6 +68,18 @@ figures are only as good as the quiet they were taken in.
     answers a reply of a typical size made once — no store, no rules, no checks. Its CPU per command is
     what grpcio's core, its asyncio binding and protobuf cost before any of the service's own work.
 
+(c4) **Where the time goes.** The half-peak load of (c2) again, against ``serve --stage-timing
+    --metrics-listen``: each command's breakdown — the wait before the servicer ran (the client's send
+    to the server's first stamp: one clock, CLOCK_MONOTONIC, on both sides), the server's stages
+    (:mod:`service.ops.stages`: admit, decide, group wait, database, reply) and the way back — and, from
+    the metrics scraped before and after the window, the event loop's lag (a 5 ms ticker) and the
+    garbage collector's passes.
+(f) **The peer.** ``bench/peer.py`` (the ``bench`` extra): the eventsourcing library's PostgreSQL
+    application with 8 and 64 games in flight, in one process and in two, each command two events, its
+    aggregate cache on; each figure beside the service's best end-to-end rate at the same games.
+
+Targets (the latency issue's): p99 at half the peak ≤ 10 ms and ≤ 2 × the p50 with one game (c); the
+service end to end ≥ 3 × the peer at 8 and 64 games, with the peer in one process and in two (f).
 Targets (the performance issue's, as ratios in one run): end to end ≥ 1.0 × pgbench's best TPS at 64
 games and ≥ 0.5 × at 8; p99 ≤ 5 ms at half the peak rate; the server's CPU per command at the peak
 ≤ 0.4 ms; latency with the full store ≤ 1.2 × empty (p50 and p99). Each load is measured for
@@ -139,6 +151,16 @@ from service.store.migrate import SERVICE_LOGIN, ensure_service_login  # noqa: E
 from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb  # noqa: E402
 from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc  # noqa: E402
 
+try:  # the bench extra (pip install -e '.[bench]'): without it, no peer figures
+    from importlib.metadata import version as _version
+
+    from bench.peer import peer_commands_per_second
+
+    EVENTSOURCING = _version("eventsourcing")
+except ImportError:
+    peer_commands_per_second = None  # type: ignore[assignment]
+    EVENTSOURCING = ""
+
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 PGBENCH = "pgbench"
 PLAYERS = 4
@@ -154,6 +176,11 @@ TEMPLATE_GAMES = 16
 #: End to end ≥ this × pgbench's best one-transaction TPS, by games in flight (none for 1 game).
 E2E_VS_PGBENCH = {"8": 0.5, "64": 1.0}
 P99_AT_HALF_PEAK_MS = 5.0
+# The peer (bench/peer.py, the eventsourcing library's PostgreSQL application): the service end to end
+# ≥ this × it at each of these games in flight, with the peer in 1 and in 2 processes.
+SERVICE_VS_PEER = 3.0
+PEER_GAMES = (8, 64)
+PEER_PROCESSES = (1, 2)
 # The latency issue's target at half the peak: p99 ≤ 10 ms and ≤ 2 × the p50 with one game.
 P99_AT_HALF_PEAK_MS_NOW = 10.0
 P99_VS_SINGLE_P50 = 2.0
@@ -1280,10 +1307,18 @@ async def run_all(
                 _say(f"(e) the gRPC floor (bench/grpc_floor.py), {workers} process(es), {count} game(s) ...")
                 figure = await replay(server.address, count, seconds, plays, "", server=server.pids)
                 results["floor"][str(workers)][str(count)] = figure.to_json()
-    peak_workers, peak_games = max(
-        ((w, c) for w in WORKERS for c in CONCURRENCIES),
-        key=lambda wc: results["e2e"][str(wc[0])][str(wc[1])]["per_second"],
-    )
+    if peer_commands_per_second is not None:
+        results["peer"] = {}
+        for processes in PEER_PROCESSES:
+            results["peer"][str(processes)] = {}
+            for count in PEER_GAMES:
+                _say(f"(f) the peer (bench/peer.py), {processes} process(es), {count} games ...")
+                found = await peer_commands_per_second(url, count, seconds, processes, WARMUP_SECONDS)
+                results["peer"][str(processes)][str(count)] = dict(found)
+        peak_workers, peak_games = max(
+            ((w, c) for w in WORKERS for c in CONCURRENCIES),
+            key=lambda wc: results["e2e"][str(wc[0])][str(wc[1])]["per_second"],
+        )
     rate = results["e2e"][str(peak_workers)][str(peak_games)]["per_second"] / 2
     async with served(url, peak_workers) as server:
         _say(
@@ -1433,6 +1468,16 @@ def report(results: dict[str, Any]) -> str:
                 f"(e) gRPC floor, {workers} process(es), {count} game(s)",
                 figure,
                 "a GameService doing nothing (bench/grpc_floor.py), the same client",
+            )
+    for processes, loads in results.get("peer", {}).items():
+        for count, peer in loads.items():
+            best = max(loads_[count]["per_second"] for loads_ in results["e2e"].values())
+            ratio = best / peer["commands_per_second"] if peer["commands_per_second"] else float("inf")
+            lines.append(
+                f"{f'(f) the peer, {processes} process(es), {count} games':<48}"
+                f"{peer['commands_per_second']:>9,.0f}{peer['p50_ms']:>8.2f}{peer['p99_ms']:>8.2f}"
+                f"   eventsourcing {EVENTSOURCING}: service (c) {best:,.0f} = {ratio:.2f} × it; target ≥ "
+                f"{SERVICE_VS_PEER:g} × → {_verdict(ratio >= SERVICE_VS_PEER)}; baseline 192–214 (in process)"
             )
     for count, figure in results.get("e2e_in_process", {}).items():
         row(f"    replayed, server in the bench process, {count}", figure, "for comparison (shares the loop)")
