@@ -1,7 +1,7 @@
 """Verification throughput on one core, side by side with the rules engine's raw replay, in the same run.
 
     python bench/verify.py [--games-per-variant 60] [--players 4] [--seed 0] [--repeat 3] [--core N]
-        [--database-url URL] [--gc] [--json]
+        [--database-url URL] [--gc] [--json] [--jobs N] [--compiled PATH]
 
 1. Bots play ``--games-per-variant`` complete games of each of the four rule sets with ``--players``
    players (:func:`service.play.simulate.play_game`). That corpus is what every measurement reads, and
@@ -25,6 +25,11 @@
      them as a record), and compares every stored event with the replay's. Each game is read while the
      one before is verified, and the games share their parsed payloads and decoded events
      (:class:`service.audit.rows.StreamCache`);
+   * **verify --all, N processes**: what ``uno-audit verify --all --no-projections --jobs N`` runs
+     (:func:`service.cli.audit.verify_in_processes`, without the printing): the games handed in chunks,
+     in game id order, to N processes started for it (their start counts), each verifying its chunks as
+     ``verify_many`` does over its own connections; N is ``--jobs``, default every core the bench may
+     use, and the processes run on all of them (the bench itself is pinned again afterwards);
    * **verify, from the store, one by one** (for information): :meth:`Auditor.verify` of every game,
      one call after another (what one ``VerifyGame`` call costs): the same work, without the overlap
      and without sharing;
@@ -45,10 +50,18 @@ waits for its answers (or, in ``verify_many``, replays the game before), and tho
 wall-clock rate (the verifier's own CPU time is given too). The garbage collector is collected before
 and switched off during each timed section (``--gc`` leaves it on).
 
+``--compiled PATH`` measures the compiled engine too: ``PATH`` is a copy of the project built with mypyc
+(``UNO_AUDIT_COMPILE=1 pip install --no-deps --target PATH .``; rebuild it after changing any of the
+project's code: it is a copy of all of it). Each round, after the pure one, a child process (``python
+-P``, ``service`` imported from ``PATH`` first, refusing a rules engine that is not ``.so`` modules)
+plays the same games again and runs the same round over the same files and database, on the same core;
+the figures are printed side by side.
+
 Targets (the performance issue's "verification from the store at the speed of files"): verify from the
 store (``verify_many``) ≥ 100,000 events/s and from files ≥ 150,000 events/s, on one core (wall clock,
-the median), printed beside the issue's baseline (35,000 from the store, 118,000 from files, before the
-store path read each payload once). The ratios to baselines (a) and (b) are printed for information (an
+the median), of the compiled engine when ``--compiled`` is given (else of the pure one), printed beside
+the issue's baselines (41,000–50,000 from the store, the pure engine's before the compiled engine and
+``--jobs``; 118,000 from files). The ratios to baselines (a) and (b) are printed for information (an
 earlier target asked for ≥ 0.5 × each from files). The exit status is 1 when a target is missed.
 """
 
@@ -62,12 +75,14 @@ import os
 import platform
 import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,17 +108,19 @@ from service.store import EventStore
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 #: The issue's targets, events/s on one core.
 TARGETS = {"store": 100_000, "files": 150_000}
-#: The issue's baseline, events/s (this bench before the store path read each payload once).
-BASELINE = {"store": 35_000, "files": 118_000}
+#: The issue's baseline, events/s: from the store, the pure engine's 41,000–50,000 before the compiled
+#: engine and the processes of ``verify --all``; from files, before the store path read each payload once.
+BASELINE = {"store": (41_000, 50_000), "files": (118_000, 118_000)}
 #: The ratio to the baselines (a) and (b) an earlier target asked of verifying from files (informational).
 TARGET_RATIO = 0.5
 #: Games written to the store at the same time while filling it (each game's commands stay in order).
 FILL_CONCURRENCY = 8
 
-PATHS = ("files", "store", "store_each", "fold", "raw")
+PATHS = ("files", "store", "store_jobs", "store_each", "fold", "raw")
 LABELS = {
     "files": "verify, from record files",
     "store": "verify, from the store",
+    "store_jobs": "verify --all, N processes",
     "store_each": "verify, from the store, one by one",
     "fold": "(a) fold of decoded events",
     "raw": "(b) json.loads + decode + fold",
@@ -121,6 +138,25 @@ def pin(core: int | None) -> int | None:
     chosen = core if core is not None else max(os.sched_getaffinity(0))
     os.sched_setaffinity(0, {chosen})
     return chosen
+
+
+def allowed_cores() -> set[int]:
+    """The cores this process may run on (before :func:`pin`)."""
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+
+
+@contextmanager
+def unpinned(cores: set[int]) -> Iterator[None]:
+    """Run the block on ``cores`` (the processes it starts inherit them), then pinned again as before."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def cpu_model() -> str:
@@ -295,6 +331,98 @@ def raw_replay(encoded: list[list[tuple[str, str]]], keep_gc: bool) -> dict[str,
     return times
 
 
+async def verify_store_jobs(
+    url: str, game_ids: list[str], cores: set[int], keep_gc: bool
+) -> dict[str, float]:
+    """``uno-audit verify --all --no-projections --jobs N`` (N = len(cores)) without the printing: the
+    games split in chunks across N processes started now (their start counts), on ``cores``."""
+    from service.cli.audit import verify_in_processes
+
+    invalid = []
+    with unpinned(cores), timed_section(keep_gc) as times:
+        async for chunk in verify_in_processes(url, game_ids, len(cores), False):
+            invalid += [summary for summary, _ in chunk if not summary.valid]
+    if invalid:
+        raise SystemExit(f"{len(invalid)} stored game(s) do not verify in processes, e.g. {invalid[0]}")
+    return times
+
+
+@dataclass
+class Corpus:
+    """What every measurement reads: the games, their stored form, their files and their stored ids."""
+
+    games: list[SimulatedGame]
+    encoded: list[list[tuple[str, str]]]
+    paths: list[Path]
+    game_ids: list[str]
+    url: str
+
+    @classmethod
+    def of(cls, games: list[SimulatedGame], paths: list[Path], game_ids: list[str], url: str) -> Corpus:
+        encoded = [[(kind, json.dumps(payload)) for kind, payload in map(encode, g.events)] for g in games]
+        return cls(games, encoded, paths, game_ids, url)
+
+
+async def one_round(auditor: Auditor, corpus: Corpus, cores: set[int], keep_gc: bool) -> dict[str, Any]:
+    """One round of every measurement, in :data:`PATHS` order."""
+    return {
+        "files": verify_files(corpus.paths, keep_gc),
+        "store": await verify_store(auditor, corpus.game_ids, keep_gc),
+        "store_jobs": await verify_store_jobs(corpus.url, corpus.game_ids, cores, keep_gc),
+        "store_each": await verify_store_each(auditor, corpus.game_ids, keep_gc),
+        "fold": fold_events(corpus.games, keep_gc),
+        "raw": raw_replay(corpus.encoded, keep_gc),
+    }
+
+
+def child_round(spec: dict[str, Any]) -> dict[str, Any]:
+    """In the child process of ``--compiled``: one round over the parent's corpus (the same games played
+    again from the same seeds, its files, its database)."""
+    games = play_corpus(spec["per_variant"], spec["players"], spec["seed"])
+    if sum(len(game.events) for game in games) != spec["events"]:
+        raise SystemExit("the compiled engine played other games than the pure one")
+    corpus = Corpus.of(games, [Path(path) for path in spec["paths"]], spec["game_ids"], spec["url"])
+
+    async def run() -> dict[str, Any]:
+        store = await EventStore.open(corpus.url, min_size=1, max_size=FILL_CONCURRENCY)
+        try:
+            return await one_round(Auditor(store), corpus, set(spec["cores"]), spec["gc"])
+        finally:
+            await store.close()
+
+    return asyncio.run(run())
+
+
+def compiled_round(path: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """One round of the compiled engine installed in ``path``, in a child process (as
+    ``bench/rules_speed.py --compiled`` runs it): ``python -P``, ``service`` imported from ``path`` first,
+    and nothing timed unless the rules engine there is compiled (``.so`` modules). The child inherits this
+    process's core."""
+    root = str(Path(__file__).resolve().parent.parent)
+    child = (
+        "import json, sys\n"
+        f"sys.path[:0] = [{path!r}, {root!r}]\n"
+        "import service.rules.state\n"
+        "if not service.rules.state.__file__.endswith('.so'):\n"
+        "    sys.exit(f'not a compiled engine: {service.rules.state.__file__}')\n"
+        "from bench.verify import child_round\n"
+        "print(json.dumps(child_round(json.loads(sys.stdin.read()))))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", child],
+        input=json.dumps(spec),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the compiled engine in {path} did not run: {done.stderr.strip()}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def summary(runs: list[dict[str, float]], events: int) -> dict[str, Any]:
     seconds = statistics.median(run["seconds"] for run in runs)
     cpu = statistics.median(run["cpu_seconds"] for run in runs)
@@ -312,8 +440,8 @@ async def measure(args: argparse.Namespace, url: str, described: dict[str, Any])
     events = sum(len(game.events) for game in games)
     commands = sum(len(game.steps) for game in games)
     played = time.perf_counter() - started
-    encoded = [[(kind, json.dumps(payload)) for kind, payload in map(encode, g.events)] for g in games]
     runs: dict[str, list[dict[str, float]]] = {path: [] for path in PATHS}
+    fast: dict[str, list[dict[str, float]]] = {path: [] for path in PATHS}
     with tempfile.TemporaryDirectory(prefix="uno-bench-verify-") as folder:
         paths = write_files(games, Path(folder))
         record_bytes = sum(path.stat().st_size for path in paths)
@@ -324,22 +452,38 @@ async def measure(args: argparse.Namespace, url: str, described: dict[str, Any])
             game_ids = await fill_store(store, games)
             filled = time.perf_counter() - started
             auditor = Auditor(store)
+            corpus = Corpus.of(games, paths, game_ids, url)
+            spec = {
+                "per_variant": args.games_per_variant,
+                "players": args.players,
+                "seed": args.seed,
+                "events": events,
+                "paths": [str(path) for path in paths],
+                "game_ids": game_ids,
+                "url": url,
+                "cores": sorted(args.cores),
+                "gc": args.gc,
+            }
+            # Pure and compiled take turns, round by round, so that a change in the machine's load meets
+            # both alike.
             for _ in range(args.repeat):
-                runs["files"].append(verify_files(paths, args.gc))
-                runs["store"].append(await verify_store(auditor, game_ids, args.gc))
-                runs["store_each"].append(await verify_store_each(auditor, game_ids, args.gc))
-                runs["fold"].append(fold_events(games, args.gc))
-                runs["raw"].append(raw_replay(encoded, args.gc))
+                for path, times in (await one_round(auditor, corpus, args.cores, args.gc)).items():
+                    runs[path].append(times)
+                if args.compiled:
+                    for path, times in compiled_round(args.compiled, spec).items():
+                        fast[path].append(times)
         finally:
             await store.close()
     figures = {path: summary(runs[path], events) for path in PATHS}
+    compiled = {path: summary(fast[path], events) for path in PATHS} if args.compiled else None
+    judged = compiled if compiled is not None else figures
     rate = {path: figures[path]["events_per_second"] for path in PATHS}
     ratios = {
         "files_to_fold": round(rate["files"] / rate["fold"], 3),
         "files_to_raw": round(rate["files"] / rate["raw"], 3),
         "store_to_raw": round(rate["store"] / rate["raw"], 3),
     }
-    targets = {path: rate[path] >= TARGETS[path] for path in TARGETS}
+    targets = {path: judged[path]["events_per_second"] >= TARGETS[path] for path in TARGETS}
     return {
         "machine": {**described, "load_average_end": load_average()},
         "corpus": {
@@ -354,11 +498,14 @@ async def measure(args: argparse.Namespace, url: str, described: dict[str, Any])
         },
         "repeat": args.repeat,
         "gc_during_timing": args.gc,
+        "jobs": len(args.cores),
         **figures,
+        "compiled": compiled,
         "ratios": ratios,
         "baseline": BASELINE,
         "targets": {
             "events_per_second": TARGETS,
+            "engine": "compiled" if compiled is not None else "pure",
             **targets,
             "met": all(targets.values()),
         },
@@ -369,6 +516,8 @@ async def measure(args: argparse.Namespace, url: str, described: dict[str, Any])
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    allowed = sorted(allowed_cores())
+    args.cores = set(allowed[: args.jobs or len(allowed)])
     core = pin(args.core)
     admin_url = args.database_url
     name = f"uno_bench_verify_{secrets.token_hex(4)}"
@@ -390,6 +539,10 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
+def _rate(figure: dict[str, Any] | None) -> str:
+    return "" if figure is None else f"{figure['events_per_second']:,}"
+
+
 def print_table(result: dict[str, Any]) -> None:
     m, corpus = result["machine"], result["corpus"]
     start, end = m["load_average_start"], m["load_average_end"]
@@ -406,29 +559,40 @@ def print_table(result: dict[str, Any]) -> None:
         f"played in {corpus['play_seconds']} s, stored in {corpus['store_fill_seconds']} s"
     )
     gc_note = "gc on" if result["gc_during_timing"] else "gc off during timing"
+    compiled = result["compiled"]
     fold_rate, raw_rate = result["fold"]["events_per_second"], result["raw"]["events_per_second"]
     print(
-        f"{'path (median of ' + str(result['repeat']) + ', ' + gc_note + ')':<42}{'events/s':>10}"
-        f"{'seconds':>9}{'cpu s':>8}{'× (a)':>8}{'× (b)':>8}   runs (events/s)"
+        f"{'path (median of ' + str(result['repeat']) + ', ' + gc_note + ')':<42}{'pure ev/s':>11}"
+        f"{'compiled':>11}{'× pure':>8}{'cpu s':>8}{'× (a)':>8}{'× (b)':>8}   runs (events/s, pure; compiled)"
     )
     for path in PATHS:
-        figure = result[path]
+        figure, fast = result[path], None if compiled is None else compiled[path]
         rate = figure["events_per_second"]
+        label = LABELS[path].replace("N processes", f"{result['jobs']} processes")
+        speedup = "" if fast is None else f"{fast['events_per_second'] / rate:.2f}"
+        runs = str(figure["runs"]) + ("" if fast is None else f"; {fast['runs']}")
         print(
-            f"{LABELS[path]:<42}{rate:>10,}{figure['seconds']:>9.3f}{figure['cpu_seconds']:>8.3f}"
-            f"{rate / fold_rate:>8.3f}{rate / raw_rate:>8.3f}   {figure['runs']}"
+            f"{label:<42}{rate:>11,}{_rate(fast):>11}{speedup:>8}{figure['cpu_seconds']:>8.3f}"
+            f"{rate / fold_rate:>8.3f}{rate / raw_rate:>8.3f}   {runs}"
         )
     ratios, targets = result["ratios"], result["targets"]
+    judged = compiled if compiled is not None else result
     for path in ("store", "files"):
-        figure = result[path]
+        figure = judged[path]
         rate, cpu_rate = figure["events_per_second"], round(corpus["events"] / figure["cpu_seconds"])
-        target, baseline = TARGETS[path], BASELINE[path]
+        target, (low, high) = TARGETS[path], BASELINE[path]
+        baseline = f"{low:,}" if low == high else f"{low:,}–{high:,}"
         shortfall = "" if targets[path] else f" (short by {target - rate:,}, {1 - rate / target:.0%})"
         print(
-            f"target: {LABELS[path]} ≥ {target:,} events/s on one core: {rate:,} — "
-            f"{_verdict(targets[path])}{shortfall}; the issue's baseline {baseline:,} "
-            f"(× {rate / baseline:.2f}); per CPU second of this process {cpu_rate:,}"
+            f"target: {LABELS[path]}, {targets['engine']} engine, ≥ {target:,} events/s on one core: "
+            f"{rate:,} — {_verdict(targets[path])}{shortfall}; the issue's baseline {baseline} (pure: "
+            f"{result[path]['events_per_second']:,}); per CPU second of this process {cpu_rate:,}"
         )
+    one, many = judged["store"]["events_per_second"], judged["store_jobs"]["events_per_second"]
+    print(
+        f"verify --all, {targets['engine']} engine: {result['jobs']} processes {many:,} events/s against one "
+        f"process {one:,} (× {many / one:.2f}; the processes' start counts)"
+    )
     print(
         f"(for information) verify from files / (a) fold: {ratios['files_to_fold']:.3f}, / (b) raw replay: "
         f"{ratios['files_to_raw']:.3f}; verify from the store / (b): {ratios['store_to_raw']:.3f} "
@@ -451,10 +615,20 @@ def main(argv: list[str] | None = None) -> int:
         help=f"a server to create the bench database on (needs CREATEDB; default {LOCAL_URL})",
     )
     parser.add_argument("--gc", action="store_true", help="leave the garbage collector on while timing")
+    parser.add_argument(
+        "--jobs", type=int, help="processes of the verify --all figure (default: every core allowed)"
+    )
+    parser.add_argument(
+        "--compiled",
+        metavar="PATH",
+        help="also measure the compiled engine in PATH (UNO_AUDIT_COMPILE=1 pip install --target PATH .)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.games_per_variant < 1 or args.repeat < 1 or not 2 <= args.players <= 10:
         parser.error("--games-per-variant and --repeat must be positive, --players 2 to 10")
+    if args.jobs is not None and not 1 <= args.jobs <= len(allowed_cores()):
+        parser.error(f"--jobs must be 1 to {len(allowed_cores())}, the cores allowed")
     result = run(args)
     if args.json:
         print(json.dumps(result))

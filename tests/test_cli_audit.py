@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import uuid
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from service.app.auditor import Auditor
+from service.cli import audit as cli_audit
 from service.cli.main import main
 from service.domain.auth import token_hash
 from service.domain.entries import DisputeKind
@@ -155,6 +157,9 @@ def test_bad_usage_of_verify_exits_2(
         ["verify", "--record", record, "--game", "x"],
         ["verify", "--game", "x", "--all"],
         ["verify", "--game", "bad\x00id"],
+        ["verify", "--all", "--jobs", "0"],
+        ["verify", "--all", "--jobs", "65"],
+        ["verify", "--all", "--jobs", "two"],
     ):
         with pytest.raises(SystemExit) as exited:
             main(argv)
@@ -163,6 +168,9 @@ def test_bad_usage_of_verify_exits_2(
 
     assert main(["verify", "--record", record, "--reveal-seed"]) == 2
     assert "--reveal-seed" in capsys.readouterr().err
+    for source in (["--record", record], ["--game", "x"]):
+        assert main(["verify", *source, "--jobs", "2"]) == 2
+        assert "--jobs goes with --all" in capsys.readouterr().err
     monkeypatch.delenv("DATABASE_URL", raising=False)
     assert main(["verify", "--game", "x", "--data-dir", str(tmp_path / "none")]) == 2
     out, err = capsys.readouterr()
@@ -327,6 +335,41 @@ async def test_verify_all_exits_1_and_names_a_tampered_game(
     code, out, _ = await cli(capsys, "verify", "--game", victim, "--database-url", database_url)
     assert code == 1
     assert f"    position {position}: " in out and "TAMPERED" in out
+
+
+async def test_verify_all_in_processes_prints_what_one_process_does(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: EventStore,
+    database_url: str,
+) -> None:
+    """``--jobs 2`` splits the games across two processes (each with its own connections): the same
+    bytes, in the same game id order, and the same exit status as ``--jobs 1`` (in this process), a
+    tampered game and a game whose log no longer decodes among them."""
+    started: list[int] = []
+    in_processes = cli_audit.verify_in_processes
+
+    def counted(url: str, ids: Sequence[str], processes: int, check: bool) -> AsyncIterator[Any]:
+        started.append(processes)
+        return in_processes(url, ids, processes, check)
+
+    monkeypatch.setattr(cli_audit, "verify_in_processes", counted)
+    ids = [await store_simulated(store, variant, seed=3) for variant in Variant]
+    tamper(database_url, ids[1], "jsonb_set(payload, '{player}', '1')", "payload->>'player' <> '1'")
+    tamper(database_url, ids[2], "payload - 'card'")
+
+    printed = {}
+    for flags in ([], ["--json"]):
+        here = await cli(capsys, "verify", "--all", "--jobs", "1", *flags, "--database-url", database_url)
+        apart = await cli(capsys, "verify", "--all", "--jobs", "2", *flags, "--database-url", database_url)
+
+        assert apart == here
+        assert here[0] == 1 and here[2] == ""
+        printed[" ".join(flags)] = here[1]
+    summary = json.loads(printed["--json"])
+    assert [row["game_id"] for row in summary["reports"]] == sorted(ids)
+    assert summary["invalid"] == sorted(ids[1:3])
+    assert started == [2, 2]  # --jobs 1 never starts a process
 
 
 async def test_a_game_whose_log_no_longer_decodes_is_invalid_not_a_crash(

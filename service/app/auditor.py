@@ -221,6 +221,15 @@ class Auditor:
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
         return task
 
+    async def game_ids(self) -> list[str]:
+        """Every stored game's id, in game id order (the order of :meth:`verify_all`)."""
+        ids: list[str] = []
+        while True:
+            games = await self.store.list_games(after=ids[-1] if ids else None, limit=1000)
+            ids += [game.game_id for game in games]
+            if len(games) < 1000:
+                return ids
+
     async def count_games(self) -> int:
         """How many games the store holds (for a progress bar)."""
         count, after = 0, None

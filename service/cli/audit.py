@@ -1,28 +1,46 @@
 """The arbiter's commands on stored games: ``verify --game`` / ``--all`` (with a player's receipts) and
 ``adjudicate``, through :class:`service.app.auditor.Auditor`; human text or, with ``--json``, one JSON
-object."""
+object. ``verify --all --jobs N`` shares the games out to N processes (:func:`verify_in_processes`) and
+prints what one process would, byte for byte."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
+import math
+import os
 import uuid
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from service.audit.render import render, render_adjudication, render_summary
 from service.cli.checkpoints import MAX_RECEIPTS_FILE_BYTES, read_small, verifiers
 from service.cli.console import print_json, progress_bar
-from service.cli.database import on_auditor
-from service.cli.exits import EXIT_INVALID, EXIT_OK, Refused
+from service.cli.database import database_url, on_auditor
+from service.cli.exits import EXIT_INVALID, EXIT_OK, Refused, one_line
 from service.cli.options import MAX_SEAT, bounded, game_id, stored_games_database
 from service.domain.entries import DisputeKind
 
 if TYPE_CHECKING:  # the database's modules load only when a command runs
     from service.app.auditor import Auditor
-    from service.audit.game_report import GameSummary, ReplaySection
+    from service.audit.game_report import GameReport, GameSummary, ReplaySection, Unverified
     from service.checkpoints.receipts import ReceiptCheck
 
 DISPUTE_KINDS = {"catch": DisputeKind.UNO_CATCH, "challenge": DisputeKind.WD4_CHALLENGE}
+#: The most processes ``verify --all --jobs`` takes (more than any machine it runs on has cores for).
+MAX_JOBS = 64
+#: The most games a process is handed at a time: small enough that the processes finish together and the
+#: progress bar moves, large enough that handing them over costs nothing beside verifying them (~1 s).
+MAX_CHUNK = 64
+#: Without ``--jobs``, a store of fewer games than this per core is verified in this process: starting
+#: a process (an interpreter, the service's modules, a connection) costs about what verifying them does.
+MIN_GAMES_PER_PROCESS = 32
+#: The connections each verifying process opens at most: the reads of the game after the one it verifies
+#: need no more to keep ahead, and 64 processes must not take a default server's 100 connections.
+WORKER_CONNECTIONS = 2
+#: What a game's row of ``verify --all`` needs: its summary, and its replay when the outcome differs.
+Brief = tuple["GameSummary", "ReplaySection | None"]
 
 
 def register_adjudicate(commands: Any) -> None:
@@ -62,7 +80,11 @@ def verify_stored(args: argparse.Namespace) -> int:
         raise Refused("--reveal-seed goes with --game, not --all")
     if args.game is not None:
         return on_auditor(args, lambda auditor: _verify_game(auditor, args))
-    return on_auditor(args, lambda auditor: _verify_every(auditor, args))
+    # The URL is the processes' (each opens its own connections): the embedded database, if that is the
+    # one, stays up until they are done, and on_auditor uses it rather than starting it again.
+    with database_url(args) as url:
+        given = argparse.Namespace(**{**vars(args), "database_url": url})
+        return on_auditor(given, lambda auditor: _verify_every(auditor, given))
 
 
 async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
@@ -118,18 +140,24 @@ async def _receipt_checks(auditor: Auditor, args: argparse.Namespace) -> list[Re
 
 
 async def _verify_every(auditor: Auditor, args: argparse.Namespace) -> int:
-    from service.audit.game_report import GameReport
-
-    total = await auditor.count_games()
+    ids = await auditor.game_ids()
+    processes = _processes(args.jobs, len(ids))
+    if processes > 1:  # no more than the server has connections left for
+        processes = max(1, min(processes, await _connections_left(auditor) // WORKER_CONNECTIONS))
+    briefs = (
+        verify_in_processes(args.database_url, ids, processes, not args.no_projections)
+        if processes > 1
+        else _verify_here(auditor, not args.no_projections)
+    )
     rows: list[GameSummary] = []
     differs: list[tuple[str, ReplaySection]] = []
-    with progress_bar(total, "verifying", "game") as bar:
-        async for report in auditor.verify_all(check_projections=not args.no_projections):
-            rows.append(report.summary())
-            replay = report.replay if isinstance(report, GameReport) else None
-            if replay is not None and replay.outcome_differs:
-                differs.append((report.game_id, replay))
-            bar.update(1)
+    with progress_bar(len(ids), "verifying", "game") as bar:
+        async for chunk in briefs:
+            for summary, replay in chunk:
+                rows.append(summary)
+                if replay is not None and replay.outcome_differs:
+                    differs.append((summary.game_id, replay))
+            bar.update(len(chunk))
     invalid = [row.game_id for row in rows if not row.valid]
     if args.json:
         print_json(
@@ -145,6 +173,69 @@ async def _verify_every(auditor: Auditor, args: argparse.Namespace) -> int:
     return EXIT_INVALID if invalid else EXIT_OK
 
 
+def _brief(report: GameReport | Unverified) -> Brief:
+    from service.audit.game_report import GameReport
+
+    return report.summary(), report.replay if isinstance(report, GameReport) else None
+
+
+def _processes(jobs: int | None, games: int) -> int:
+    """How many processes verify ``games`` games: ``--jobs`` (never more than the games), else one per
+    core this process may use, as long as each has :data:`MIN_GAMES_PER_PROCESS` games; 1: this one."""
+    if jobs is not None:
+        return max(1, min(jobs, games))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, MAX_JOBS, games // MIN_GAMES_PER_PROCESS))
+
+
+async def _connections_left(auditor: Auditor) -> int:
+    """How many more connections the server takes now (beside those kept for superusers)."""
+    async with auditor.store.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT current_setting('max_connections')::int"
+            " - current_setting('superuser_reserved_connections')::int - count(*)::int"
+            " FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        )
+        row = await cursor.fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+async def _verify_here(auditor: Auditor, check_projections: bool) -> AsyncIterator[list[Brief]]:
+    """Every game's brief, verified in this process (:meth:`Auditor.verify_all`), one at a time."""
+    async for report in auditor.verify_all(check_projections=check_projections):
+        yield [_brief(report)]
+
+
+async def verify_in_processes(
+    url: str, ids: Sequence[str], processes: int, check_projections: bool
+) -> AsyncIterator[list[Brief]]:
+    """The briefs of ``ids`` verified by ``processes`` processes, chunk by chunk in the order of ``ids``
+    (each process verifies the chunks it is handed as :meth:`Auditor.verify_many` does, over its own
+    connections: :func:`_verify_chunk`)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    size = min(MAX_CHUNK, max(1, math.ceil(len(ids) / (processes * 4))))
+    chunks = [list(ids[start : start + size]) for start in range(0, len(ids), size)]
+    # spawn: this process has threads (the connection pool's), which a forked child would inherit
+    # half-way through whatever they were doing.
+    pool = ProcessPoolExecutor(
+        processes, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
+    )
+    try:
+        futures = [pool.submit(_verify_chunk, url, chunk, check_projections) for chunk in chunks]
+        for future in futures:
+            yield await asyncio.wrap_future(future)
+    except WorkerRefused as refused:
+        raise Refused(str(refused)) from None
+    except BrokenProcessPool as broken:
+        raise Refused(f"a verifying process stopped: {broken}") from None
+    finally:
+        # Interrupted or failed: the chunks not started are dropped; those started end (about a second).
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def adjudicate_command(args: argparse.Namespace) -> int:
     """The ruling on the catch or challenge at ``--position`` of a stored game."""
     kind = DISPUTE_KINDS[args.kind]
@@ -158,3 +249,62 @@ def adjudicate_command(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return on_auditor(args, work)
+
+
+# --- a process of ``verify --all --jobs N`` ---------------------------------------------------------------
+
+
+class WorkerRefused(Exception):
+    """A verifying process that cannot use the database: its reason, on one line (what the command says)."""
+
+
+#: A verifying process's event loop and auditor, made at its first chunk and kept for the next ones.
+_worker: tuple[asyncio.AbstractEventLoop, Auditor] | None = None
+
+
+def _start_worker() -> None:
+    """Set up a verifying process: Ctrl-C is the command's to handle (it stops handing out chunks), and what
+    the auditor logs goes to standard error, as in the command's own process."""
+    import signal
+    import sys
+
+    import structlog
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    structlog.configure(logger_factory=lambda *_: structlog.PrintLogger(sys.stderr))
+
+
+def _verify_chunk(url: str, ids: list[str], check_projections: bool) -> list[Brief]:
+    """In a verifying process: the briefs of ``ids`` (:meth:`Auditor.verify_many`), over the process's own
+    connections to ``url`` (opened at its first chunk; the database is migrated already)."""
+    global _worker
+    if _worker is None:
+        _worker = _open_worker(url)
+    loop, auditor = _worker
+
+    async def verify() -> list[Brief]:
+        return [
+            _brief(report) async for report in auditor.verify_many(ids, check_projections=check_projections)
+        ]
+
+    return loop.run_until_complete(verify())
+
+
+def _open_worker(url: str) -> tuple[asyncio.AbstractEventLoop, Auditor]:
+    import atexit
+
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    from projections.check import check_game
+    from service.app.auditor import Auditor
+    from service.store import EventStore, StoreError
+
+    loop = asyncio.new_event_loop()
+    try:
+        store = loop.run_until_complete(EventStore.open(url, max_size=WORKER_CONNECTIONS))
+    except (psycopg.Error, PoolTimeout, StoreError) as error:
+        raise WorkerRefused(f"database: {one_line(error)}") from None
+    # The pool's connections are closed when the process ends (after the command's last chunk).
+    atexit.register(lambda: loop.run_until_complete(store.close()))
+    return loop, Auditor(store, check_game)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from service.audit.render import count, finding_line, render
-from service.cli.audit import verify_stored
+from service.cli.audit import MAX_JOBS, verify_stored
 from service.cli.console import print_json, write_exactly
 from service.cli.database import on_auditor
 from service.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_USAGE, Refused
@@ -72,6 +72,13 @@ def register_verify(commands: Any) -> None:
         action="store_true",
         help="with --receipts: a line per receipt after the summary line (--json always lists each)",
     )
+    verify.add_argument(
+        "--jobs",
+        type=bounded(1, MAX_JOBS),
+        metavar="N",
+        help="with --all: verify in N processes, each with its own connections (1: in this one); "
+        "default: one per core this command may use, when the store has games enough to share",
+    )
     stored_games_database(verify)
     verify.set_defaults(run=verify_command)
 
@@ -82,6 +89,8 @@ def verify_command(args: argparse.Namespace) -> int:
         raise Refused("--receipts goes with --game")
     if args.each and args.receipts is None:
         raise Refused("--each goes with --receipts")
+    if args.jobs is not None and not args.all:
+        raise Refused("--jobs goes with --all")
     if args.game is not None or args.all:
         return verify_stored(args)
     for flag, given in (("--reveal-seed", args.reveal_seed), ("--no-projections", args.no_projections)):
