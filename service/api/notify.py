@@ -52,6 +52,9 @@ class Watcher:
         self.wakes: Counter[str] = Counter()
         #: Whether the stream has caught up and sleeps until it is woken.
         self.waiting = False
+        #: Whether the stream has begun reading: one that has not reads everything anyway, so coming to
+        #: listen (or losing the connection) need not wake it.
+        self.started = False
 
     def wake(self, cause: str) -> None:
         self.wakes[cause] += 1
@@ -70,6 +73,7 @@ class Watcher:
         """
         page_size = self.notifier.page_size
         read_from = min(after_version, version)
+        self.started = True
         self._woken.clear()  # a wake-up before the first read is news the first read brings anyway
         while True:
             page = await self.notifier.store.read_stream(
@@ -208,7 +212,8 @@ class Notifier:
     def _wake_all(self) -> None:
         for watchers in self._watchers.values():
             for watcher in watchers:
-                watcher.wake("listening")
+                if watcher.started:
+                    watcher.wake("listening")
 
     @contextlib.contextmanager
     def watcher(self, game_id: str, *, client: str, spectator: bool) -> Iterator[Watcher]:
