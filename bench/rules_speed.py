@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.compiled import in_compiled
 from bench.rlcard_baseline import rlcard_moves_per_second
 from service.play.bots import RandomBot
 from service.rules import CreateGame, StartRound, Variant, Violation, create, execute, make_options
@@ -93,29 +92,14 @@ CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time
 
 
 def _run_compiled(path: str, seconds: float, seed: int, clock: str) -> dict[str, Any]:
-    """One timed run of the compiled engine installed in ``path``, in a child process.
-
-    The child starts with ``python -P`` (no script folder or work tree on the path), imports ``service``
-    from ``path`` before anything else (so every ``service`` module it uses is that copy's, whatever the
-    path holds later), and refuses to time anything but the compiled engine (``.so`` modules).
-    """
-    root = str(Path(__file__).resolve().parent.parent)
-    child = (
-        "import json, sys\n"
-        f"sys.path[:0] = [{path!r}, {root!r}]\n"
-        "import service.rules.state\n"
-        "if not service.rules.state.__file__.endswith('.so'):\n"
-        "    sys.exit(f'not a compiled engine: {service.rules.state.__file__}')\n"
+    """One timed run of the compiled engine installed in ``path``, in a child process
+    (:func:`bench.compiled.in_compiled`)."""
+    result: dict[str, Any] = in_compiled(
+        path,
         "from bench.rules_speed import CLOCKS, uno_audit_moves_per_second\n"
-        f"print(json.dumps(uno_audit_moves_per_second({seconds!r}, {seed!r}, CLOCKS[{clock!r}])))\n"
+        "result = uno_audit_moves_per_second(given['seconds'], given['seed'], CLOCKS[given['clock']])",
+        {"seconds": seconds, "seed": seed, "clock": clock},
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", child], env=env, capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"the compiled engine in {path} did not run: {done.stderr.strip()}")
-    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 

@@ -75,7 +75,6 @@ import os
 import platform
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -92,6 +91,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from bench.compiled import in_compiled
 from service.app.auditor import Auditor
 from service.app.handler import stored_form
 from service.audit.game_report import GameReport, Unverified
@@ -394,32 +394,14 @@ def child_round(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def compiled_round(path: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """One round of the compiled engine installed in ``path``, in a child process (as
-    ``bench/rules_speed.py --compiled`` runs it): ``python -P``, ``service`` imported from ``path`` first,
-    and nothing timed unless the rules engine there is compiled (``.so`` modules). The child inherits this
-    process's core."""
-    root = str(Path(__file__).resolve().parent.parent)
-    child = (
-        "import json, sys\n"
-        f"sys.path[:0] = [{path!r}, {root!r}]\n"
-        "import service.rules.state\n"
-        "if not service.rules.state.__file__.endswith('.so'):\n"
-        "    sys.exit(f'not a compiled engine: {service.rules.state.__file__}')\n"
-        "from bench.verify import child_round\n"
-        "print(json.dumps(child_round(json.loads(sys.stdin.read()))))\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", child],
-        input=json.dumps(spec),
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"the compiled engine in {path} did not run: {done.stderr.strip()}")
-    result: dict[str, Any] = json.loads(done.stdout)
+    """One round of the compiled engine installed in ``path``, in a child process, as
+    ``bench/rules_speed.py --compiled`` runs it (:func:`bench.compiled.in_compiled`)."""
+    try:
+        result: dict[str, Any] = in_compiled(
+            path, "from bench.verify import child_round\nresult = child_round(given)", spec
+        )
+    except RuntimeError as error:
+        raise SystemExit(str(error)) from None
     return result
 
 
