@@ -49,7 +49,8 @@ WITH batch AS MATERIALIZED (
            head.version AS head_version, head.hash = b.prev AS linked
       FROM batch b
       LEFT JOIN LATERAL (
-          SELECT 1 AS found FROM commands c WHERE c.game_id = b.game_id AND c.command_id = b.command_id LIMIT 1
+          SELECT 1 AS found FROM commands c
+           WHERE c.game_id = b.game_id AND c.command_id = b.command_id LIMIT 1
       ) ledger ON true
       LEFT JOIN LATERAL (
           SELECT 1 AS found FROM events e
