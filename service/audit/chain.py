@@ -37,7 +37,7 @@ class _Contents:
     def __init__(self, rows: Sequence[StoredEvent], canonical: Sequence[bytes] | None) -> None:
         self.rows = rows
         self.canonical = canonical if canonical is not None else [encode(r.type, r.payload) for r in rows]
-        self.facts = [row_facts(r.hash_version, r.metadata, r.recorded_at) for r in rows]
+        self.facts = _row_facts(rows)
 
     def hash(self, index: int, prev_hash: bytes, version: int, beside: int | None = None) -> bytes:
         """The chain's hash of ``rows[index]``'s content at ``version``, after ``prev_hash``, with the row
@@ -47,6 +47,37 @@ class _Contents:
             return b""  # a hash version no writer ever used: the row matches no hash
         facts = self.facts[index if beside is None else beside]
         return event_hash(row.hash_version, prev_hash, row.game_id, version, self.canonical[index], facts)
+
+
+def _row_facts(rows: Sequence[StoredEvent]) -> list[bytes]:
+    """:func:`row_facts` of every row, written once per command: the events of one command share their
+    time and metadata, so a row whose hash version, time and metadata equal the row's before it shares
+    that row's facts. Only metadata of strings and integers on both rows counts as equal: ``1 == 1.0 ==
+    True`` would share the JSON of values that write differently."""
+    facts: list[bytes] = []
+    before: StoredEvent | None = None
+    for row in rows:
+        if (
+            before is not None
+            and row.hash_version == before.hash_version
+            and row.recorded_at == before.recorded_at
+            and row.metadata == before.metadata
+            and _plain(row.metadata)
+            and _plain(before.metadata)
+        ):
+            facts.append(facts[-1])
+        else:
+            facts.append(row_facts(row.hash_version, row.metadata, row.recorded_at))
+        before = row
+    return facts
+
+
+def _plain(metadata: object) -> bool:
+    """Whether ``metadata`` is an object of strings and integers under string keys (no booleans, floats
+    or nesting, whose equal values can write differently)."""
+    return type(metadata) is dict and all(
+        type(k) is str and (type(v) is str or type(v) is int) for k, v in metadata.items()
+    )
 
 
 def check_chain(

@@ -142,7 +142,8 @@ def _differences(said: _Said, row: LedgerRow) -> list[str]:
         differences.append(
             f"it says request SHA-256 {row.request_sha256.hex()}, the events {said.request_sha256 or 'none'}"
         )
-    if utc_text(row.recorded_at) != utc_text(said.recorded_at):
+    # Equal instants write the same UTC text: only different ones need writing (two a command, else).
+    if row.recorded_at != said.recorded_at and utc_text(row.recorded_at) != utc_text(said.recorded_at):
         differences.append(
             f"it says recorded at {utc_text(row.recorded_at)}, the events {utc_text(said.recorded_at)}"
         )

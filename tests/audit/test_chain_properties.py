@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from service.audit.chain import check_chain
+from service.audit.chain import _row_facts, check_chain
 from service.store import GENESIS_HASH, StoredEvent, chain_hash
+from service.store.model import row_facts
 
 GAME = "g"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -94,3 +95,26 @@ def test_a_rehashed_event_is_reported_at_its_position(rows: list[StoredEvent], d
         row, payload=new, hash=chain_hash(row.prev_hash, GAME, row.version, row.type, new)
     )
     assert [(f.position, f.kind) for f in check_chain(GAME, rows)] == [(at + 1, "changed")]
+
+
+# --- row facts, written once per command ------------------------------------------------------------------
+
+#: Metadata that compare equal and write otherwise (1, 1.0 and True; the keys 1 and True), and some that
+#: write alike from unequal values (the key 1 and "1").
+metadata = st.sampled_from(
+    [{"a": 1}, {"a": True}, {"a": 1.0}, {"a": "1"}, {1: "a"}, {True: "a"}, {"1": "a"}, {}, [1], {"a": [1]}]
+)
+moments = st.sampled_from([NOW, NOW.replace(microsecond=1), NOW.astimezone(timezone(timedelta(hours=2)))])
+
+
+@given(st.lists(st.tuples(st.sampled_from([2, 2, 1]), metadata, moments), max_size=12))
+def test_row_facts_shared_by_a_command_are_the_ones_each_row_writes(
+    described: list[tuple[int, object, datetime]],
+) -> None:
+    # Runs of equal rows, as a command's events are, with values that compare equal but write otherwise.
+    rows = [
+        StoredEvent(n, GAME, n, "CardPlayed", {}, meta, moment, 1, GENESIS_HASH, GENESIS_HASH, hash_version)
+        for n, (hash_version, meta, moment) in enumerate(described, start=1)
+        for _ in range(2)
+    ]
+    assert _row_facts(rows) == [row_facts(r.hash_version, r.metadata, r.recorded_at) for r in rows]
