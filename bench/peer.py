@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import multiprocessing
 import os
 import queue
@@ -40,6 +41,21 @@ from eventsourcing.application import Application
 from eventsourcing.domain import Aggregate, event
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+
+def _import_quietly() -> None:
+    """Import the library's PostgreSQL module now, putting back the psycopg loggers' levels it sets to
+    ERROR on import: importing the peer must not silence the service's own pool warnings (in a test
+    process, or in bench/service.py's, which also serves in process)."""
+    names = ("psycopg", "psycopg.pool")
+    levels = {name: logging.getLogger(name).level for name in names}
+    import eventsourcing.postgres  # noqa: F401
+
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+_import_quietly()
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 WARMUP_SECONDS = 1.0  # every game is loaded into the cache and every pool connection used before the window

@@ -3,6 +3,10 @@ database is gone afterwards. Skipped without the eventsourcing library (the ``be
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import psycopg
 import pytest
 from psycopg import sql
@@ -12,6 +16,21 @@ pytest.importorskip("eventsourcing")
 from bench.peer import EVENTS_TABLE, peer_commands_per_second, peer_database, run_peer
 
 GAMES = 2
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_importing_the_peer_leaves_the_psycopg_loggers_alone() -> None:
+    # eventsourcing.postgres sets them to ERROR when imported; in a fresh process, before and after.
+    code = (
+        "import logging, psycopg, psycopg_pool\n"
+        "names = ('psycopg', 'psycopg.pool')\n"
+        "before = [logging.getLogger(n).level for n in names]\n"
+        "import bench.peer, eventsourcing.postgres\n"
+        "print(before, [logging.getLogger(n).level for n in names])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    before, after = done.stdout.strip().split("] [")
+    assert before + "]" == "[" + after, done.stdout
 
 
 def _databases(server_url: str, name: str) -> int:

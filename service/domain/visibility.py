@@ -18,7 +18,7 @@ from service.domain.entries import DisputeRuled
 from service.rules import events as ev
 from service.rules.cards import Card
 from service.rules.events import Awaiting
-from service.rules.state import State, deal
+from service.rules.state import State, dealt_positions
 
 Payload = dict[str, Any]
 #: The game's players by seat: a dealt deck's redaction needs their number, a ruling's their names.
@@ -32,7 +32,9 @@ def _hidden(cards: list[Any]) -> list[None]:
 def _round_started(payload: Payload, caller: Caller, players: Players) -> Payload:
     out = dict(payload)
     if payload.get("deck") is not None:
-        hands, _ = deal(tuple(payload["deck"]), len(players), payload["dealer"])
+        # The deck's card tokens as stored: the compiled engine's deal() takes Card objects only.
+        deck = payload["deck"]
+        hands = [[deck[i] for i in seat] for seat in dealt_positions(len(players), payload["dealer"])]
         out["deck"] = None
         out["hands"] = [
             list(hand) if seat == caller.seat else _hidden(list(hand)) for seat, hand in enumerate(hands)

@@ -211,17 +211,22 @@ def new_state(event: GameCreated) -> State:
     )
 
 
+def dealt_positions(players: int, dealer: int) -> tuple[tuple[int, ...], ...]:
+    """The places in a deck (0 the top) each seat is dealt: 7 cards each, one at a time starting left of
+    ``dealer`` (``setup.deal``). Also what a seat's view of a dealt deck shows it, whatever the cards are
+    written as (:mod:`service.domain.visibility`)."""
+    seats: list[list[int]] = [[] for _ in range(players)]
+    for i in range(HAND_SIZE * players):
+        seats[(dealer + 1 + i) % players].append(i)
+    return tuple(tuple(seat) for seat in seats)
+
+
 def deal(
     deck: Sequence[Card], players: int, dealer: int
 ) -> tuple[tuple[tuple[Card, ...], ...], tuple[Card, ...]]:
-    """Deal 7 cards each from ``deck`` (top first), one at a time starting left of ``dealer``.
-
-    Returns the hands by seat and the rest of the deck (``setup.deal``).
-    """
-    hands: list[list[Card]] = [[] for _ in range(players)]
-    for i in range(HAND_SIZE * players):
-        hands[(dealer + 1 + i) % players].append(deck[i])
-    return tuple(tuple(h) for h in hands), tuple(deck[HAND_SIZE * players :])
+    """Deal ``deck`` (:func:`dealt_positions`): the hands by seat and the rest of the deck."""
+    hands = tuple(tuple(deck[i] for i in seat) for seat in dealt_positions(players, dealer))
+    return hands, tuple(deck[HAND_SIZE * players :])
 
 
 def without(cards: tuple[Card, ...], remove: Iterable[Card]) -> tuple[Card, ...]:
