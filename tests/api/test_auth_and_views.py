@@ -19,7 +19,7 @@ import pytest
 from service.api.messages import VARIANTS
 from service.client.bots import BotTable, LoadSummary, RetryPolicy
 from service.domain.catalogue import decode_event
-from service.rules.cards import DECKS, Card, Colour
+from service.rules.cards import DECKS, Card, Colour, tokens
 from service.rules.events import GameCreated
 from service.rules.legality import playable_cards
 from service.rules.options import Variant
@@ -152,7 +152,8 @@ def visible(kind: str, full: Mapping[str, Any], seat: int | None, players: int) 
         out["seed"] = None
     elif kind == "RoundStarted":
         if full.get("deck") is not None:
-            hands = [list(h) for h in deal(full["deck"], players, full["dealer"])[0]]
+            deck = tuple(Card.parse(token) for token in full["deck"])
+            hands = [tokens(hand) for hand in deal(deck, players, full["dealer"])[0]]
         else:
             hands = full["hands"]
         out["deck"] = None
