@@ -2,9 +2,9 @@
 
 A command of GameService opens :func:`begin`; the layers below stamp it through the context (the append
 marks when it queued and when its group went out), and :meth:`Stamps.stages` gives the five stages in
-seconds. The ticker measures how late the event loop wakes it; :func:`watch_collector` times each pass
-of the garbage collector. All of it is metrics (docs/grpc.md, "Metrics"); ``serve --stage-timing`` also
-answers each command's stages to its client (bench/service.py's breakdown).
+seconds. The ticker measures how late the event loop wakes it, and records the passes of the garbage
+collector that :func:`watch_collector` timed. All of it is metrics (docs/grpc.md, "Metrics");
+``serve --stage-timing`` also answers each command's stages to its client (bench/service.py's breakdown).
 """
 
 from __future__ import annotations
@@ -87,21 +87,28 @@ def end(stamps: Stamps, *, answer: bool) -> str | None:
 
 async def tick(stopping: asyncio.Event) -> None:
     """Until ``stopping``: sleep :data:`TICK_SECONDS` and record how much later than asked the loop woke
-    this task (a callback that holds the loop shows here)."""
+    this task (a callback that holds the loop shows here), and the collector's passes since the last
+    tick."""
     while not stopping.is_set():
         asked = time.perf_counter()
         await asyncio.sleep(TICK_SECONDS)
         metrics.loop_lag(max(0.0, time.perf_counter() - asked - TICK_SECONDS))
+        while _paused:
+            metrics.gc_pause(*_paused.pop())
 
 
 _collecting: list[float] = []
+#: The collector's passes not yet recorded: (generation, seconds). The callback only appends here: a pass
+#: can start inside a metric's update, which holds a lock (prometheus_client's multiprocess mode holds one
+#: for all of them), and a callback that took it again would wait for itself forever.
+_paused: list[tuple[int, float]] = []
 
 
 def _timed(phase: str, info: dict[str, Any]) -> None:
     if phase == "start":
         _collecting.append(time.perf_counter())
     elif _collecting:
-        metrics.gc_pause(info["generation"], time.perf_counter() - _collecting.pop())
+        _paused.append((info["generation"], time.perf_counter() - _collecting.pop()))
 
 
 def watch_collector() -> None:

@@ -100,8 +100,23 @@ async def test_the_collector_and_the_loop_are_watched(server: RunningServer) -> 
     def ticks() -> float:
         return REGISTRY.get_sample_value("uno_audit_event_loop_lag_seconds_count") or 0.0
 
+    await asyncio.sleep(0.05)  # the ticker records the passes noted so far (start-up's among them)
     collected, ticked = passes(), ticks()
     gc.collect()
     await asyncio.sleep(0.05)
     assert passes() == collected + 1
     assert ticks() >= ticked + 2  # a 5 ms ticker, 50 ms: a loaded machine still wakes it twice
+
+
+def test_the_collectors_callback_touches_no_metric(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pass can start inside a metric's update, which holds a lock (one for all of them in multiprocess
+    # mode): a callback that took it again would hang the process. It only notes the pass for the ticker.
+    def refuse(*_: object) -> None:
+        raise AssertionError("the collector's callback recorded a metric")
+
+    monkeypatch.setattr(stages.metrics, "gc_pause", refuse)
+    noted = len(stages._paused)
+    stages._timed("start", {"generation": 2})
+    stages._timed("stop", {"generation": 2})
+    assert len(stages._paused) == noted + 1
+    assert stages._paused.pop()[0] == 2
