@@ -34,11 +34,14 @@ class Stamps:
     """One command's ``perf_counter`` readings (``time.perf_counter`` is ``CLOCK_MONOTONIC`` on Linux, so
     another process on the machine can compare them with its own)."""
 
-    __slots__ = ("handled", "queued", "received", "sent", "settled")
+    __slots__ = ("appended", "handled", "queued", "received", "sent", "settled")
 
     def __init__(self, received: float) -> None:
         self.received = received
         self.handled = self.queued = self.sent = self.settled = received
+        #: Whether the command appended (a retry answered from the ledger, or a command with nothing to
+        #: append, has no group wait or statement: its stages are not counted).
+        self.appended = False
 
     def stages(self, replied: float) -> tuple[float, ...]:
         """The seconds of each of :data:`STAGES`, the reply ending at ``replied``."""
@@ -62,7 +65,7 @@ def handled() -> None:
     """The command passed its checks and goes to the command handler."""
     stamps = _current.get()
     if stamps is not None:
-        stamps.handled = time.perf_counter()
+        stamps.handled = stamps.queued = stamps.sent = stamps.settled = time.perf_counter()
 
 
 def appended(queued: float, sent: float) -> None:
@@ -70,15 +73,17 @@ def appended(queued: float, sent: float) -> None:
     stamps = _current.get()
     if stamps is not None:
         stamps.queued, stamps.sent, stamps.settled = queued, sent, time.perf_counter()
+        stamps.appended = True
 
 
 def end(stamps: Stamps, *, answer: bool) -> str | None:
-    """Record the command's stages as metrics; with ``answer``, the ``uno-audit-timing`` text its client
-    is sent: ``received`` and ``replied`` as ``perf_counter`` nanoseconds, then each stage in
-    microseconds."""
+    """Record the stages of a command that appended as metrics; with ``answer``, the ``uno-audit-timing``
+    text its client is sent: ``received`` and ``replied`` as ``perf_counter`` nanoseconds, then each
+    stage in microseconds."""
     replied = time.perf_counter()
     seconds = stamps.stages(replied)
-    metrics.command_stages(STAGES, seconds)
+    if stamps.appended:
+        metrics.command_stages(STAGES, seconds)
     if not answer:
         return None
     stages = ",".join(f"{name}={round(s * 1e6)}" for name, s in zip(STAGES, seconds, strict=True))

@@ -120,3 +120,20 @@ def test_the_collectors_callback_touches_no_metric(monkeypatch: pytest.MonkeyPat
     stages._timed("stop", {"generation": 2})
     assert len(stages._paused) == noted + 1
     assert stages._paused.pop()[0] == 2
+
+
+async def test_a_retry_answered_from_the_ledger_counts_no_stage(timed_server: RunningServer) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{timed_server.port}") as channel:
+        stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
+        game = await create_scripted(stub)
+        request = pb.DrawRequest(header=header(game.game_id))
+        await stub.Draw(request, metadata=game.seat(1))
+        counted = _stage_counts()
+        retried = stub.Draw(request, metadata=game.seat(1))
+        reply = await retried
+        trailing = await retried.trailing_metadata()
+    assert reply.duplicate
+    assert _stage_counts() == counted  # it appended nothing: no group wait, no statement to count
+    timing = _timing(trailing)
+    assert timing is not None and all(us >= 0 for us in timing.values()), timing
+    assert timing["group_wait"] == timing["database"] == 0
