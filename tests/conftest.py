@@ -11,6 +11,7 @@ login ``uno_audit_service``, as ``uno-audit serve`` does. ``--full`` runs the fu
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -45,6 +46,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     tiers.choose(bool(config.getoption("--full")))
+    if os.environ.get("UNO_AUDIT_REQUIRE_COMPILED") == "1":  # .ci/run's in-process run on the compiled engine
+        from service.rules.engine_kind import engine_kind
+
+        if engine_kind() != "compiled":
+            raise pytest.UsageError("UNO_AUDIT_REQUIRE_COMPILED=1, but the rules engine imported is pure")
     config.addinivalue_line("markers", "postgres: needs a real PostgreSQL server (see tests/postgres.py)")
 
 
