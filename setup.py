@@ -1,8 +1,8 @@
 """Build hook: the project's metadata is in ``pyproject.toml``; this file only adds the compiled rules engine.
 
-A wheel built here (``pip install .``, the image) has ``service.rules`` compiled to C extension modules by
-mypyc (``mypy[mypyc]`` is a build requirement): the same source, faster (README, "Benchmarks"). It stays
-pure Python, saying so in one line on standard error (``pip -v`` shows it), with ``UNO_AUDIT_COMPILE=0``,
+A wheel built here (``pip install .``, the image) has ``service.rules`` and the bots' policy compiled to C
+extension modules by mypyc (``mypy[mypyc]`` is a build requirement): the same source, faster. It stays pure
+Python, saying so in one line on standard error (``pip -v`` shows it), with ``UNO_AUDIT_COMPILE=0``,
 without a C compiler or Python's headers, and always for an editable install: an editable build compiles
 in place, and Python prefers an extension module to the ``.py`` file beside it, so edits to the rules
 would silently not run. The compiled build has its own folder (``build/mypyc``), so that a later pure
@@ -38,6 +38,10 @@ BUILD = "build/mypyc"
 INTERPRETED = frozenset(
     {"__init__.py", "events.py", "commands.py", "options.py", "violations.py", "engine_kind.py"}
 )
+
+#: The bots' policy, compiled with the engine: the simulator and the benchmarks ask it every move, and it
+#: is most of a move's cost beside the engine's (bench/README.md, "rules_speed.py").
+BOTS = ("service/play/policy.py", "service/play/bots.py")
 
 #: The setup commands that build extension modules. pip's metadata steps (``egg_info``, ``dist_info``)
 #: and ``sdist`` build none, so they neither run mypyc nor say anything: one line per install, not three.
@@ -88,16 +92,14 @@ def lacking() -> str | None:
 
 
 def compiled_modules() -> list[Any]:
-    """The mypyc extension modules of ``service.rules``: the source paths relative to this folder."""
+    """The mypyc extension modules of ``service.rules`` and :data:`BOTS`: the source paths relative to this
+    folder."""
     from mypyc.build import mypycify
 
     # mypycify names the modules from paths relative to the folder it runs in.
     os.chdir(HERE)
-    paths = sorted(
-        path.relative_to(HERE).as_posix()
-        for path in (HERE / "service" / "rules").glob("*.py")
-        if path.name not in INTERPRETED
-    )
+    rules = [path for path in (HERE / "service" / "rules").glob("*.py") if path.name not in INTERPRETED]
+    paths = sorted(path.relative_to(HERE).as_posix() for path in [*rules, *(HERE / p for p in BOTS)])
     # mypy reads its settings from pyproject.toml; its cache goes with the build, not the developer's.
     mypy_args = ["--cache-dir", f"{BUILD}/mypy-cache", *paths]
     modules: list[Any] = mypycify(

@@ -25,11 +25,28 @@ def seat_view(state: State, seat: int) -> SeatView:
     """What ``seat`` sees of ``state``: its own hand and everything public (a Wild Draw Four's offender's
     hand size included, which the table saw)."""
     hands, wd4 = state.hands, state.wd4
-    wd4_hand = None if wd4 is None else len(wd4.hand)
-    own = (seat, hands[seat], state.discard[-1], tuple(map(len, hands)), wd4_hand)
     # tuple.__new__ over the fields in order: the bots build a view per decision, and SeatView's own
     # constructor (keywords, defaults) costs twice as much.
-    return tuple.__new__(SeatView, _PUBLIC(state) + own)
+    return tuple.__new__(
+        SeatView,
+        (
+            state.awaiting,
+            state.colour,
+            state.direction,
+            state.variant,
+            state.options,
+            state.drawn,
+            state.top_by,
+            state.jumpable,
+            state.pending,
+            state.exposed,
+            seat,
+            hands[seat],
+            state.discard[-1],
+            tuple(map(len, hands)),
+            None if wd4 is None else len(wd4.hand),
+        ),
+    )
 
 
 class RandomBot:
