@@ -1,7 +1,9 @@
 """Canonical JSON: the byte form the event store hashes into its chain (sorted keys, no spaces, UTF-8).
 
-:func:`load_canonical` reads a stored payload's JSON text into the value ``json.loads`` gives and the bytes
-:func:`canonical` gives of it, both at once and several times faster (the verifier needs both of every row).
+:func:`canonical_json` writes it, in C where orjson agrees with the standard library byte for byte;
+:func:`load_canonical` reads a stored payload's JSON text into the value ``json.loads`` gives and its
+canonical bytes, both at once (the verifier needs both of every row); :func:`json_text` writes the store's
+``jsonb`` parameters.
 """
 
 from __future__ import annotations
@@ -16,15 +18,61 @@ import orjson
 
 def canonical(kind: str, payload: Mapping[str, Any]) -> bytes:
     """The bytes the hash chain covers for one event: type and payload, canonical JSON."""
-    return json.dumps(
-        {"type": kind, "payload": payload}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode()
+    return canonical_json({"type": kind, "payload": payload})
 
 
-#: A number with a fraction or an exponent in orjson's compact output: every value there follows ``:``, ``,``
-#: or ``[``, and every float is written with a ``.`` or an ``e+``/``e-`` after its first digits. A string
-#: holding such text (``"at 10:30."``) matches too, which only sends its payload the exact, slower way.
+def canonical_json(value: Any) -> bytes:
+    """``value`` as canonical JSON: what ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False).encode()`` gives, byte for byte, for a value the store accepts
+    (``service.store.model.check_json``) or ``json.loads`` reads (neither holds a NaN or an infinity).
+
+    orjson writes it in C where the two agree (:func:`load_canonical` says where); a float, an integer
+    beyond 64 bits, a lone surrogate or a subclass of a JSON type goes the standard library's way.
+    """
+    try:
+        encoded = orjson.dumps(value, option=_STRICT)
+    except TypeError:
+        return _exact(value)
+    return _exact(value) if _has_float(encoded) else encoded
+
+
+def json_text(value: Any) -> bytes:
+    """Compact JSON of ``value`` for a ``jsonb`` parameter (PostgreSQL parses it, so its bytes need not be
+    canonical): orjson's, or the standard library's for what orjson refuses (an integer beyond 64 bits)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _exact(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+#: orjson's options for canonical JSON: keys sorted, and a subclass of a JSON type, a datetime or a
+#: dataclass refused (TypeError) rather than written orjson's own way, which ``json.dumps`` does not share.
+_STRICT = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+#: A number with a fraction or an exponent in orjson's compact output, once every string is emptied: every
+#: value there follows ``:``, ``,`` or ``[``, and every float is written with a ``.`` or an ``e+``/``e-``
+#: after its first digits.
 _FLOAT_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+#: A JSON string in orjson's output (escapes included), emptied before looking for a float: a time such as
+#: ``"07:30:00.500000+00:00"`` holds text that looks like one.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _has_float(encoded: bytes) -> bool:
+    """Whether orjson's ``encoded`` holds a float (most payloads have no ``.``, ``e+`` or ``e-`` at all,
+    and skip the slower search)."""
+    if b"." not in encoded and b"e+" not in encoded and b"e-" not in encoded:
+        return False
+    return _FLOAT_TOKEN.search(_STRING.sub(b'""', encoded)) is not None
 
 
 def load_canonical(kind: str, text: str | bytes) -> tuple[Any, bytes]:
@@ -46,11 +94,7 @@ def load_canonical(kind: str, text: str | bytes) -> tuple[Any, bytes]:
     except (ValueError, TypeError):  # not UTF-8, nested too deep, an int beyond 64 bits
         pass
     else:
-        # orjson writes every float with a ".", an "e+" or an "e-": most payloads have none of them, and
-        # skip the (slower) search.
-        if (b"." not in encoded and b"e+" not in encoded and b"e-" not in encoded) or (
-            _FLOAT_TOKEN.search(encoded) is None
-        ):
+        if not _has_float(encoded):
             return payload, encoded
     payload = json.loads(text)
-    return payload, canonical(kind, payload)
+    return payload, _exact({"type": kind, "payload": payload})

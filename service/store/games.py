@@ -14,6 +14,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from service.store.canonical import json_text
 from service.store.global_order import Connection
 from service.store.interface import GameCatalogue
 from service.store.model import DISPUTE_TYPES, GameRow, StoredEvent, check_limit
@@ -79,7 +80,7 @@ def new_game_params(
     """The parameters of :data:`NEW_GAME_ROWS` (besides ``game_id``, which the stream's write shares)."""
     return {
         "variant": variant,
-        "players": Jsonb(list(players)),
+        "players": Jsonb(list(players), dumps=json_text),
         "tournament_id": tournament_id,
         "client": client,
         "seed": seed,

@@ -21,6 +21,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from service.store.canonical import json_text
 from service.store.errors import GameNotFound, StoreError, VersionConflict
 from service.store.global_order import Connection
 from service.store.model import HASH_VERSION, AppendResult, Batch, utc_text
@@ -291,7 +292,7 @@ class GroupCommit:
         for pending in group:
             pending.sent = sent
         params = {
-            "batch": Jsonb([batch_item(i, pending) for i, pending in enumerate(group)]),
+            "batch": Jsonb([batch_item(i, pending) for i, pending in enumerate(group)], dumps=json_text),
             "hash_version": HASH_VERSION,
         }
         used: Connection | None = None

@@ -18,6 +18,7 @@ from psycopg import errors as pg_errors
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from service.store.canonical import json_text
 from service.store.errors import CommandReused, GameNotFound, LedgerMismatch, StoreError, VersionConflict
 from service.store.global_order import Connection, GlobalReader
 from service.store.group_commit import DEFAULT_MAX_BATCH, GroupCommit, Pending
@@ -338,7 +339,7 @@ def write_params(batch: Batch) -> dict[str, Any]:
         "request_hash": batch.request_hash,
         "first_version": batch.first_version,
         "last_version": batch.last_version,
-        "metadata": Jsonb(batch.metadata),
+        "metadata": Jsonb(batch.metadata, dumps=json_text),
         "recorded_at": batch.recorded_at,
         "hash_version": HASH_VERSION,
         # One jsonb parameter for all the events: adapting it costs a fraction of five arrays.
@@ -346,7 +347,8 @@ def write_params(batch: Batch) -> dict[str, Any]:
             [
                 {"type": event.type, "payload": event.payload, "prev_hash": prev.hex(), "hash": digest.hex()}
                 for event, prev, digest in zip(batch.events, batch.prev_hashes, batch.hashes, strict=True)
-            ]
+            ],
+            dumps=json_text,
         ),
     }
 
