@@ -21,6 +21,7 @@ from service.checkpoints import (
     Signer,
     UnverifiedNoteError,
     Verifier,
+    check_key_name,
     open_note,
     parse_note,
     sign_checked,
@@ -290,3 +291,39 @@ def test_a_checked_note_the_signature_makes_too_long_is_refused() -> None:
         sign_checked(Note("y" + fits), signer)
     with pytest.raises(NoteError):
         Note("y" + fits).sign(signer)
+
+
+def _note_text_allowed(text: str) -> bool:
+    """The rule character by character, as written before it became a regular expression."""
+    return not any((ord(c) < 0x20 and c != "\n") or 0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+def _key_name_allowed(name: str) -> bool:
+    return not any(c == "+" or c.isspace() or ord(c) < 0x20 or 0xD800 <= ord(c) <= 0xDFFF for c in name)
+
+
+_ANY_CHARACTER = st.characters(min_codepoint=0, max_codepoint=0x10FFFF)
+_EDGES = st.sampled_from(
+    ["\n", "\t", "\x1f", "\x7f", "\ud800", "\udfff", "\u2028", "\u3000", "\x85", "+", " "]
+)
+
+
+@settings(max_examples=examples(500))
+@given(st.text(_ANY_CHARACTER | _EDGES, max_size=12))
+def test_a_notes_characters_are_refused_exactly_by_the_rule(middle: str) -> None:
+    text = f"origin{middle}\n"
+    if _note_text_allowed(text):
+        assert Note(text).text == text
+    else:
+        with pytest.raises(NoteError, match="control character"):
+            Note(text)
+
+
+@settings(max_examples=examples(500))
+@given(st.text(_ANY_CHARACTER | _EDGES, min_size=1, max_size=12))
+def test_a_key_names_characters_are_refused_exactly_by_the_rule(name: str) -> None:
+    if _key_name_allowed(name):
+        assert check_key_name(name) == name
+    else:
+        with pytest.raises(KeyFormatError, match="spaces"):
+            check_key_name(name)
