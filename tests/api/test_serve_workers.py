@@ -149,10 +149,16 @@ class Serve:
         self.process.wait()
 
 
+def _fresh_channel(address: str) -> grpc.aio.Channel:
+    """A channel with a connection of its own: a local subchannel pool, since gRPC otherwise lets the
+    channels of a process to one address share a connection, and so one worker."""
+    return grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
+
+
 async def _create_on_fresh_connections(address: str, count: int) -> None:
     """One CreateGame on each of ``count`` new channels (a channel is one connection, kept by one worker)."""
     for index in range(count):
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with _fresh_channel(address) as channel:
             stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
             created = await stub.CreateGame(
                 pb.CreateGameRequest(command_id=f"spread-{index}", variant=pb.CLASSIC, players=["ann", "bo"]),
@@ -312,12 +318,8 @@ def _connections_by_process(port: int, pids: list[int]) -> list[int]:
 
 
 async def _hold_connections(address: str, count: int) -> list[grpc.aio.Channel]:
-    """``count`` channels, each its own connection (a local subchannel pool: gRPC otherwise shares one
-    connection between the channels of a process to one address), connected by a health check."""
-    channels = [
-        grpc.aio.insecure_channel(address, options=[("grpc.use_local_subchannel_pool", 1)])
-        for _ in range(count)
-    ]
+    """``count`` channels, each its own connection (:func:`_fresh_channel`), connected by a health check."""
+    channels = [_fresh_channel(address) for _ in range(count)]
     await asyncio.gather(
         *(
             health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=30)
@@ -376,7 +378,7 @@ async def test_every_worker_beyond_loopback_needs_a_client_key_to_create(
     try:
         await asyncio.to_thread(serve.serving)
         for index in range(CHANNELS):  # fresh connections: both workers answer some
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            async with _fresh_channel(f"127.0.0.1:{port}") as channel:
                 stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
                 request = pb.CreateGameRequest(
                     command_id=f"key-{index}", variant=pb.CLASSIC, players=["a", "b"]
