@@ -7,7 +7,6 @@ Each bot shows its seat the state as a :class:`~service.play.policy.SeatView` an
 from __future__ import annotations
 
 import random
-from operator import itemgetter
 from typing import ClassVar
 
 from service.play.policy import Habits, Policy, SeatView, Style
@@ -15,10 +14,6 @@ from service.rules.commands import Command, Play
 from service.rules.state import State
 
 __all__ = ["Habits", "RandomBot", "SensibleBot", "seat_view"]
-
-
-#: The fields a seat view copies from the state as they are, in :class:`SeatView`'s order.
-_PUBLIC = itemgetter(*map(State._fields.index, SeatView._fields[: SeatView._fields.index("seat")]))
 
 
 def seat_view(state: State, seat: int) -> SeatView:
