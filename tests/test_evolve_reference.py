@@ -13,7 +13,7 @@ from service.play.bots import seat_view
 from service.play.policy import SeatView
 from service.play.simulate import play_game
 from service.rules import Variant, make_options
-from service.rules.events import GameCreated
+from service.rules.events import Event, GameCreated
 from service.rules.options import UNSUPPORTED
 from service.rules.state import State, evolve, new_state
 from tests.evolve_reference import REFERENCE, evolve_plainly
@@ -32,17 +32,22 @@ def games(draw: st.DrawFn) -> tuple[Variant, int, int, dict[str, Any]]:
     return variant, draw(st.integers(2, 10)), draw(st.integers(0, 2**32)), options
 
 
+def _played(game: tuple[Variant, int, int, dict[str, Any]]) -> tuple[State, tuple[Event, ...]]:
+    """The bots' game of ``game``: the state its creation starts, and the events after it."""
+    variant, players, seed, options = game
+    played = play_game(variant, players, seed, options=make_options(variant, options), checks=False)
+    first = played.events[0]
+    assert isinstance(first, GameCreated)
+    return new_state(first), tuple(played.events[1:])
+
+
 @settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(games())
 def test_the_positional_handlers_agree_with_the_plain_ones_event_by_event(
     game: tuple[Variant, int, int, dict[str, Any]],
 ) -> None:
-    variant, players, seed, options = game
-    played = play_game(variant, players, seed, options=make_options(variant, options), checks=False)
-    first = played.events[0]
-    assert isinstance(first, GameCreated)
-    state = new_state(first)
-    for position, event in enumerate(played.events[1:], start=2):
+    state, events = _played(game)
+    for position, event in enumerate(events, start=2):
         fast = evolve(state, event)
         assert fast == evolve_plainly(state, event), (position, event)
         state = fast
@@ -74,15 +79,11 @@ def _seat_view_plainly(state: State, seat: int) -> SeatView:
 def test_the_positional_seat_view_agrees_with_the_plain_one_at_every_state(
     game: tuple[Variant, int, int, dict[str, Any]],
 ) -> None:
-    variant, players, seed, options = game
-    played = play_game(variant, players, seed, options=make_options(variant, options), checks=False)
-    first = played.events[0]
-    assert isinstance(first, GameCreated)
-    state = new_state(first)
-    for position, event in enumerate(played.events[1:], start=2):
+    state, events = _played(game)
+    for position, event in enumerate(events, start=2):
         state = evolve(state, event)
         if state.discard:  # a round in play: the view has a top card
-            for seat in range(players):
+            for seat in range(state.size):
                 assert seat_view(state, seat) == _seat_view_plainly(state, seat), (position, seat)
 
 
