@@ -129,7 +129,8 @@ def test_what_orjson_refuses_or_would_write_otherwise_takes_the_exact_way() -> N
     deep: Any = []
     for _ in range(600):  # deeper than orjson writes
         deep = [deep]
-    for value in (deep, {"a": 2**70}, {"a": 1e-07, "b": [1.5, -0.0]}, {"z": 1, "a": {"y": None, "b": "é"}}):
+    cases = (deep, {"a": 2**70}, {"a": 1e-07, "b": [1.5, -0.0]}, {"z": 1, "a": {"y": None, "b": "é"}})
+    for value in (*cases, 1e-07, -5e-324, 1e16):  # a float alone, too: orjson writes 1e-7
         assert canonical_json(value) == _reference(value)
     for lone in ("\ud800", {"k": "a\udfff"}):  # no UTF-8 form: refused as before, not written otherwise
         with pytest.raises(UnicodeEncodeError):

@@ -59,9 +59,9 @@ _STRICT = (
 )
 
 #: A number with a fraction or an exponent in orjson's compact output, once every string is emptied: every
-#: value there follows ``:``, ``,`` or ``[``, and every float is written with a ``.`` or an ``e+``/``e-``
-#: after its first digits.
-_FLOAT_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+#: value there starts the text or follows ``:``, ``,`` or ``[``, and every float is written with a ``.``
+#: or an ``e+``/``e-`` after its first digits.
+_FLOAT_TOKEN = re.compile(rb"(?:^|[:,\[])-?[0-9]+[.eE]")
 #: A JSON string in orjson's output (escapes included), emptied before looking for a float: a time such as
 #: ``"07:30:00.500000+00:00"`` holds text that looks like one.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
