@@ -175,8 +175,8 @@ def row_facts(hash_version: int, metadata: Any, recorded_at: datetime) -> bytes:
     ISO 8601 with microseconds, as ``timestamptz`` keeps it)."""
     if hash_version == 1:
         return b""
-    # The object written key by key, in sorted order: the time's text holds ".", which would send the whole
-    # object the slow way (canonical_json's look for a float), where the metadata alone seldom does.
+    # The object written key by key, in sorted order, around the metadata's canonical JSON: every event's row
+    # has its facts written (tests/test_codec_load_canonical.py compares them with the whole object's).
     return b'{"hash_version":%d,"metadata":%s,"recorded_at":"%s"}' % (
         hash_version,
         canonical_json(metadata),
