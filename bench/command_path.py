@@ -98,6 +98,11 @@ async def _replay(service: GameService, admin: str, games: int, seconds: float) 
         await asyncio.sleep(seconds)
         counting, used = False, time.process_time() - started
         done = commands
+        failed = [task for task in tasks if task.done()]  # a game ends only by an error
+        if failed:
+            raise RuntimeError("a game's command failed") from failed[0].exception()
+        if not done:
+            raise RuntimeError(f"no command was accepted in {seconds} s")
     finally:
         for task in tasks:
             task.cancel()

@@ -8,10 +8,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
+import pytest
 
-from bench.command_path import measure
+from bench import service as bench_service
+from bench.command_path import main, measure
+from service.api.servicer import GameService
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,3 +48,33 @@ def test_the_command_line_measures_the_code_at_before_in_a_child(postgres_url: s
     found = json.loads(done.stdout)
     assert [run["commands"] > 0 for run in found["runs"] + found["before"]] == [True, True]
     assert not any(_exists(postgres_url, run["database"]) for run in found["runs"] + found["before"])
+
+
+def test_a_game_whose_command_fails_stops_the_run_and_drops_its_database(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: GameService, request: Any, context: Any) -> None:
+        raise ValueError("broken on purpose")
+
+    monkeypatch.setattr(GameService, "Play", broken)
+    names: list[str] = []
+    create = bench_service.create_database
+
+    def noted(url: str, name: str) -> None:
+        names.append(name)
+        create(url, name)
+
+    monkeypatch.setattr(bench_service, "create_database", noted)
+    with pytest.raises(RuntimeError, match="a game's command failed") as failed:
+        asyncio.run(measure(postgres_url, games=2, seconds=0.5))
+    assert isinstance(failed.value.__cause__, ValueError)
+    assert names and not _exists(postgres_url, names[0])
+
+
+@pytest.mark.parametrize(
+    "arguments", [["--games", "0"], ["--runs", "-1"], ["--seconds", "0"], ["--games", "x"]]
+)
+def test_garbage_arguments_are_refused_with_exit_2(arguments: list[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(arguments)
+    assert refused.value.code == 2
