@@ -1,7 +1,7 @@
 """The command's Python path: CPU per table command of GameService called directly, without gRPC.
 
-    python bench/command_path.py [--games 8] [--seconds 6] [--runs 3] [--before PATH] [--json] \
-        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+    python bench/command_path.py [--games 8] [--seconds 6] [--runs 3] [--warmup 1.5] [--before PATH] \
+        [--json] [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
 
 It replays bench/service.py's scripts (four-player classic games dealt from the simulation's decks)
 through a GameService built as ``serve`` builds it (store, command handler, callers, keyring, the JSON log
@@ -66,8 +66,10 @@ class _Context:
         pass
 
 
-async def _replay(service: GameService, admin: str, games: int, seconds: float) -> tuple[int, float]:
-    """``games`` games in flight, each replaying scripts one after another, for a warm-up and then
+async def _replay(
+    service: GameService, admin: str, games: int, seconds: float, warmup: float
+) -> tuple[int, float]:
+    """``games`` games in flight, each replaying scripts one after another, for ``warmup`` seconds and then
     ``seconds``: the commands accepted in the window and the process's CPU seconds over it."""
     scripts = bench_service.scripts(bench_service.SCRIPT_GAMES, bench_service.SEED)
     admin_context = _Context(admin)
@@ -93,7 +95,7 @@ async def _replay(service: GameService, admin: str, games: int, seconds: float) 
 
     tasks = [asyncio.create_task(game(i)) for i in range(games)]
     try:
-        await asyncio.sleep(WARMUP_SECONDS)
+        await asyncio.sleep(warmup)
         counting, started = True, time.process_time()
         await asyncio.sleep(seconds)
         counting, used = False, time.process_time() - started
@@ -110,7 +112,9 @@ async def _replay(service: GameService, admin: str, games: int, seconds: float) 
     return done, used
 
 
-async def measure(server_url: str, games: int, seconds: float) -> dict[str, Any]:
+async def measure(
+    server_url: str, games: int, seconds: float, warmup: float = WARMUP_SECONDS
+) -> dict[str, Any]:
     """One run on a fresh database: commands, CPU seconds and CPU µs per command."""
     name = f"uno_bench_path_{secrets.token_hex(4)}"
     bench_service.create_database(server_url, name)
@@ -124,7 +128,7 @@ async def measure(server_url: str, games: int, seconds: float) -> dict[str, Any]
             callers = Callers(store, token_hash(admin))
             keyring = Keyring(Signer.generate("uno-audit.bench"))
             service = GameService(store, CommandHandler(store), Notifier(store), callers, keyring)
-            commands, used = await _replay(service, admin, games, seconds)
+            commands, used = await _replay(service, admin, games, seconds, warmup)
         finally:
             await store.close()
     finally:
@@ -137,11 +141,21 @@ async def measure(server_url: str, games: int, seconds: float) -> dict[str, Any]
     }
 
 
-def _child(root: str, server_url: str, games: int, seconds: float) -> dict[str, Any]:
+def _child(root: str, server_url: str, games: int, seconds: float, warmup: float) -> dict[str, Any]:
     """One run of the code at ``root``, in a child process."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, "-P", __file__, "--child", "--root", root, "--database-url", server_url]
-    command += ["--games", str(games), "--seconds", str(seconds), "--runs", "1", "--json"]
+    command += [
+        "--games",
+        str(games),
+        "--seconds",
+        str(seconds),
+        "--warmup",
+        str(warmup),
+        "--runs",
+        "1",
+        "--json",
+    ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=root)
     if done.returncode != 0:
         raise RuntimeError(f"the code at {root} did not run: {done.stderr.strip()[-2000:]}")
@@ -154,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=8, help="games in flight (default 8)")
     parser.add_argument("--seconds", type=float, default=6.0, help="length of one run (default 6)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each code (default 3)")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=WARMUP_SECONDS,
+        help=f"seconds before each run (default {WARMUP_SECONDS})",
+    )
     parser.add_argument("--database-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
     parser.add_argument("--before", metavar="PATH", help="also measure the code at PATH (a worktree)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -162,17 +182,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.child and not str(sys.modules[GameService.__module__].__file__).startswith(args.root):
         raise SystemExit(f"the child did not load the code at {args.root}")
-    if args.games < 1 or args.runs < 1 or args.seconds <= 0:
-        parser.error("--games and --runs must be at least 1, --seconds positive")
+    if args.games < 1 or args.runs < 1 or not args.seconds > 0 or not args.warmup >= 0:
+        parser.error("--games and --runs must be at least 1, --seconds positive, --warmup not negative")
     sys.stdout.flush()
     shown = os.fdopen(os.dup(sys.stdout.fileno()), "w")  # the figures; the service logs to /dev/null
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
     configure_logging("json", "info", worker=0)
     found: dict[str, list[dict[str, Any]]] = {"now": [], "before": []}
     for _ in range(args.runs):
-        found["now"].append(asyncio.run(measure(args.database_url, args.games, args.seconds)))
+        found["now"].append(asyncio.run(measure(args.database_url, args.games, args.seconds, args.warmup)))
         if args.before:
-            found["before"].append(_child(args.before, args.database_url, args.games, args.seconds))
+            found["before"].append(
+                _child(args.before, args.database_url, args.games, args.seconds, args.warmup)
+            )
     if args.child or args.json:
         print(json.dumps({"games": args.games, "runs": found["now"], "before": found["before"]}), file=shown)
         return 0

@@ -28,14 +28,26 @@ def _exists(server_url: str, name: str) -> bool:
 
 
 def test_a_short_run_counts_commands_and_drops_its_database(postgres_url: str) -> None:
-    result = asyncio.run(measure(postgres_url, games=2, seconds=0.5))
+    result = asyncio.run(measure(postgres_url, games=2, seconds=0.5, warmup=0.2))
     assert result["commands"] > 0
     assert result["cpu_us_per_command"] > 0
     assert not _exists(postgres_url, result["database"])
 
 
 def test_the_command_line_measures_the_code_at_before_in_a_child(postgres_url: str) -> None:
-    options = ["--games", "1", "--runs", "1", "--seconds", "0.3", "--json", "--database-url", postgres_url]
+    options = [
+        "--games",
+        "1",
+        "--runs",
+        "1",
+        "--seconds",
+        "0.3",
+        "--warmup",
+        "0.2",
+        "--json",
+        "--database-url",
+        postgres_url,
+    ]
     done = subprocess.run(
         [sys.executable, "bench/command_path.py", *options, "--before", str(ROOT)],
         cwd=ROOT,
@@ -66,13 +78,21 @@ def test_a_game_whose_command_fails_stops_the_run_and_drops_its_database(
 
     monkeypatch.setattr(bench_service, "create_database", noted)
     with pytest.raises(RuntimeError, match="a game's command failed") as failed:
-        asyncio.run(measure(postgres_url, games=2, seconds=0.5))
+        asyncio.run(measure(postgres_url, games=2, seconds=0.5, warmup=0.2))
     assert isinstance(failed.value.__cause__, ValueError)
     assert names and not _exists(postgres_url, names[0])
 
 
 @pytest.mark.parametrize(
-    "arguments", [["--games", "0"], ["--runs", "-1"], ["--seconds", "0"], ["--games", "x"]]
+    "arguments",
+    [
+        ["--games", "0"],
+        ["--runs", "-1"],
+        ["--seconds", "0"],
+        ["--games", "x"],
+        ["--warmup", "-1"],
+        ["--seconds", "nan"],
+    ],
 )
 def test_garbage_arguments_are_refused_with_exit_2(arguments: list[str]) -> None:
     with pytest.raises(SystemExit) as refused:
