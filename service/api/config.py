@@ -53,6 +53,8 @@ class ServeConfig:
     #: A database for the reads that may lag behind the log (a standby): seed-free VerifyGame, ExportGame,
     #: ReplayGame, and GetStandings. None: the primary serves them too.
     read_database_url: str | None = None
+    #: Acknowledge a command only once a synchronous standby is proven to hold its commit (docs/HA.md).
+    require_sync_standby: bool = False
     #: Answer each command's stages in its trailing metadata (:mod:`service.ops.stages`): a diagnostic
     #: for benchmarks, off by default since it tells clients how the server spends its time.
     stage_timing: bool = False

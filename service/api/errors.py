@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
-import psycopg
 import structlog
 from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import DecodeError
@@ -34,6 +33,7 @@ from service.domain.errors import (
     Unauthenticated,
     Unavailable,
 )
+from service.store import NotReplicated, database_away
 
 DOMAIN = "uno-audit"
 #: How long a client should wait before retrying an UNAVAILABLE call (RetryInfo.retry_delay).
@@ -111,14 +111,30 @@ def _status(code: grpc.StatusCode, message: str, details: list[any_pb2.Any]) -> 
     return status
 
 
+def database_refusal(error: BaseException) -> Unavailable | None:
+    """What a client is told of a database error that a retry may get past: a failover's (the server
+    gone, restarting, no longer the primary: :func:`~service.store.database_away`), or a commit not yet
+    proven on the synchronous standby; ``None`` for any other error (INTERNAL: not the client's doing)."""
+    if isinstance(error, NotReplicated):
+        return Unavailable(
+            "the command was committed but is not yet on a synchronous standby, so it is not acknowledged; "
+            "retry with the same command id",
+            reason="NOT_REPLICATED",
+        )
+    if database_away(error):
+        return Unavailable(
+            "the database is unavailable; retry (with the same command id)", reason="DATABASE_UNAVAILABLE"
+        )
+    return None
+
+
 async def abort(context: grpc.aio.ServicerContext[Any, Any], method: str, error: Exception) -> None:
     """End the call with ``error``'s status (``abort_with_status`` raises). An exception that is not a
     :class:`ServiceError` is logged with its traceback under a fresh error id and answered INTERNAL."""
-    if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
-        log.warning("database unavailable", method=method, error=type(error).__name__)
-        error = Unavailable(
-            "the database is unavailable; retry (with the same command id)", reason="DATABASE_UNAVAILABLE"
-        )
+    refusal = database_refusal(error)
+    if refusal is not None:
+        log.warning("database unavailable", method=method, error=type(error).__name__, reason=refusal.reason)
+        error = refusal
     if isinstance(error, ServiceError):
         await context.abort_with_status(status_of(error))
     error_id = uuid.uuid4().hex[:16]

@@ -245,7 +245,10 @@ async def start_server(
     found it free. ``bound`` is awaited once the port is bound and before the server accepts."""
     keyring = keyring or Keyring(Signer.generate(EPHEMERAL_NAME))
     store = await EventStore.open(
-        config.database_url, max_size=config.pool_size, timeout=config.database_timeout
+        config.database_url,
+        max_size=config.pool_size,
+        timeout=config.database_timeout,
+        require_sync_standby=config.require_sync_standby,
     )
     reads = store
     try:

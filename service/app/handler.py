@@ -84,21 +84,30 @@ class CommandHandler(Writer[Loaded, Command, State, Accepted]):
 
     async def load(self, game_id: str, fresh: bool = True) -> Loaded:
         """The game's current state; NOT_FOUND if unknown. ``fresh``: caught up with the store (the cache
-        reads only what it misses); otherwise the cached state as it is, when there is one."""
+        reads only what it misses, from its own last version on, to check that the store still holds it);
+        otherwise the cached state as it is, when there is one."""
         loaded = self._cache.get(game_id)
         if loaded is not None and not fresh:
             return loaded
-        if loaded is None:
-            loaded = await self._fold(game_id, await self.store.read_stream(game_id))
-        else:
-            self._apply(loaded, await self.store.read_stream(game_id, after_version=loaded.version))
+        if loaded is not None:
+            version, last_hash = loaded.version, loaded.last_hash
+            events = await self.store.read_stream(game_id, after_version=version - 1)
+            if events and events[0].version == version and events[0].hash == last_hash:
+                self._apply(loaded, events)
+                self._remember(game_id, loaded)
+                return loaded
+            # The store does not hold the cached version as cached: it was rewound behind this server (a
+            # failover that lost a suffix, a restore), and maybe written again since. Catching up from the
+            # cache would wait for versions that never come; the game is folded from the store instead.
+            self._cache.pop(game_id, None)
+        loaded = await self._fold(game_id, await self.store.read_stream(game_id))
         self._remember(game_id, loaded)
         return loaded
 
     async def _fold(self, game_id: str, events: Sequence[StoredEvent]) -> Loaded:
         """The game as ``events`` (its log from version 1 on, complete or up to some version) leave it."""
         if not events:
-            raise NotFound(f"no game {game_id!r}")
+            raise NotFound(f"no game {game_id!r}", reason="UNKNOWN_GAME")
         if events[0].type == RecordImported.__name__:
             raise Precondition(
                 f"game {game_id!r} is an imported table record: it takes no commands and has no live "

@@ -23,6 +23,7 @@ from service.ops import metrics, stages
 from service.store import (
     AppendResult,
     CommandReused,
+    GameNotFound,
     LedgerMismatch,
     NewEvent,
     StreamStore,
@@ -171,10 +172,16 @@ class Writer(ABC, Generic[S, C, D, R]):
                     )
                 except VersionConflict as conflict:
                     metrics.conflict(retried=expected_version is None)
-                    if expected_version is not None:
+                    if expected_version is not None and conflict.actual > at.version:
                         raise version_conflict(
                             f"the game moved on to version {conflict.actual} meanwhile", conflict.actual
                         ) from None
+                    # Moved on, or (head not above the snapshot) rewound behind it: a fresh load says which.
+                    snapshot, fresh = await self.load(game_id, True), True
+                    continue
+                except GameNotFound:
+                    # The snapshot knows a game the store does not (rewound to before its creation): a
+                    # fresh load drops the snapshot and answers NOT_FOUND.
                     snapshot, fresh = await self.load(game_id, True), True
                     continue
                 except CommandReused as reused:

@@ -54,6 +54,13 @@ def register(commands: Any) -> None:
         "reveal, GetStandings); none: the primary serves them",
     )
     serve.add_argument(
+        "--require-sync-standby",
+        action="store_true",
+        help="a highly available database: acknowledge a command only once a standby of the synchronous "
+        "quorum holds its commit, else UNAVAILABLE (NOT_REPLICATED); the login needs pg_read_all_stats "
+        "(docs/HA.md)",
+    )
+    serve.add_argument(
         "--data-dir",
         type=Path,
         default=Path("uno-audit-data"),
@@ -206,6 +213,8 @@ def _serve(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> bool:
         raise Refused("--migrate-url goes with --database-url, the service's own login")
     if args.read_database_url is not None and args.database_url is None:
         raise Refused("--read-database-url goes with --database-url: an embedded database has no standby")
+    if args.require_sync_standby and args.database_url is None:
+        raise Refused("--require-sync-standby goes with --database-url: an embedded database has no standby")
     workers = _workers(args)
     tls = server_tls(args.tls_cert, args.tls_key, args.tls_client_ca)
     configure_logging(args.log_format, args.log_level)
@@ -226,6 +235,7 @@ def _serve(args: argparse.Namespace, cleanup: contextlib.ExitStack) -> bool:
                 listen=args.listen,
                 database_url=service_url,
                 read_database_url=args.read_database_url,
+                require_sync_standby=args.require_sync_standby,
                 admin_token=token,
                 projector=not args.no_projector,
                 database_timeout=args.database_timeout,

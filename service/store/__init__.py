@@ -12,9 +12,11 @@ from service.store.errors import (
     GameExists,
     GameNotFound,
     LedgerMismatch,
+    NotReplicated,
     StoreError,
     VersionConflict,
 )
+from service.store.failover import SyncStandby, database_away
 from service.store.group_commit import last_group_wait
 from service.store.interface import GameCatalogue, Store, StreamStore, Wakeups
 from service.store.memory import MemoryStore
@@ -50,15 +52,18 @@ __all__ = [
     "MemoryStore",
     "MigrationError",
     "NewEvent",
+    "NotReplicated",
     "Store",
     "StoreError",
     "StoredEvent",
     "StreamStore",
+    "SyncStandby",
     "VersionConflict",
     "Wakeups",
     "apply_migrations",
     "chain_hash",
     "cursor_of",
+    "database_away",
     "last_group_wait",
     "migrations",
 ]

@@ -16,11 +16,17 @@ class VersionConflict(StoreError):
     """The stream moved on: the append expected ``expected`` but the game is at ``actual``.
 
     The command handler re-loads and re-decides (the rules may now give another answer); a client that
-    named its expected version itself gets gRPC ``ABORTED``.
+    named its expected version itself gets gRPC ``ABORTED``. ``actual`` may be the expected version itself
+    (the given ``prev_hash`` is not that version's hash), or below it: the store was rewound behind its
+    reader (a restore, a failover that lost a suffix), which a re-load from the store corrects.
     """
 
     def __init__(self, game_id: str, expected: int, actual: int) -> None:
-        super().__init__(f"game {game_id!r} is at version {actual}, not at the expected {expected}")
+        if actual == expected:  # the version is there but not the given prev_hash: rewound, written again
+            detail = f"game {game_id!r}: the given prev_hash is not the stored hash of version {expected}"
+            super().__init__(f"{detail} (the stream was rewound and written again since, or a stale cache)")
+        else:
+            super().__init__(f"game {game_id!r} is at version {actual}, not at the expected {expected}")
         self.game_id = game_id
         self.expected = expected
         self.actual = actual
@@ -64,3 +70,14 @@ class LedgerMismatch(StoreError):
         super().__init__(f"game {game_id!r}, command {command_id!r}: {detail}")
         self.game_id = game_id
         self.command_id = command_id
+
+
+class NotReplicated(StoreError):
+    """Committed on this server, but not proven on a synchronous standby, so not acknowledged: a failover
+    now could lose it. Nothing is promised either way; a retry with the same command id finds out (and is
+    answered once the standby has it). See :class:`service.store.failover.SyncStandby`."""
+
+    def __init__(self, lsn: str, why: str) -> None:
+        super().__init__(f"the commit (WAL up to {lsn}) is not on a synchronous standby: {why}")
+        self.lsn = lsn
+        self.why = why

@@ -23,6 +23,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from service.store.canonical import json_text
 from service.store.errors import GameNotFound, StoreError, VersionConflict
+from service.store.failover import spoils_connection
 from service.store.global_order import Connection
 from service.store.model import HASH_VERSION, AppendResult, Batch, utc_text
 
@@ -166,13 +167,8 @@ def outcome_of(pending: Pending, row: Sequence[Any]) -> Settlement:
     expected = batch.first_version - 1
     if head_version is None:  # every stream starts with its game's first events: no events, no game
         return GameNotFound(batch.game_id)
-    if head_version != expected:
+    if head_version != expected or not linked:  # not linked: rewound and written again since (see streams)
         return VersionConflict(batch.game_id, expected, head_version)
-    if not linked:
-        return StoreError(
-            f"game {batch.game_id!r}: the given prev_hash is not the stored hash of version {expected} "
-            "(a stale or corrupt cache?)"
-        )
     return ALONE  # it passed every check but its ledger row was taken meanwhile: settle it alone
 
 
@@ -185,14 +181,18 @@ class GroupCommit:
         *,
         channel: str,
         alone: Callable[[Connection, Batch], Awaitable[AppendResult]],
+        confirm: Callable[[Connection], Awaitable[None]],
         max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
         """Groups go through ``pool`` and notify ``channel``; a group of one is written by ``alone`` (the
-        single-command append). Both come from :mod:`service.store.streams`, which imports this module."""
+        single-command append). Both come from :mod:`service.store.streams`, which imports this module.
+        ``confirm(conn)`` runs after a group's commit, on its connection, before anyone is answered: it
+        raises when the commit must not be acknowledged yet (:class:`~service.store.failover.SyncStandby`)."""
         if max_batch < 1:
             raise ValueError(f"max_batch must be positive, not {max_batch}")
         self._pool = pool
         self._alone = alone
+        self._confirm = confirm
         self._statement = BATCH_APPEND.format(channel=channel)
         self._max_batch = max_batch
         self._queue: deque[Pending] = deque()
@@ -296,17 +296,23 @@ class GroupCommit:
             "hash_version": HASH_VERSION,
         }
         used: Connection | None = None
+        committed = False
         try:
             async with self._pool.connection() as conn:
                 used = conn
                 # Autocommit: the one statement is the group's transaction.
                 cursor = await conn.execute(self._statement, params, prepare=True)
                 rows = await cursor.fetchall()
+                committed = True
+                await self._confirm(conn)
         except Exception as error:
-            if isinstance(error, psycopg.Error) and (used is None or used.broken):
-                # No connection came, or it was lost: the statement committed entirely or not at all,
-                # and nobody can tell which; each caller gets the error (a retry with the same command id
-                # finds out, as after any lost reply).
+            if committed or (
+                isinstance(error, psycopg.Error) and (used is None or used.broken or spoils_connection(error))
+            ):
+                # Committed but not proven on the standby, or no connection came, or it was lost, or its
+                # server takes no writes now: the statement committed entirely or not at all, and the
+                # callers cannot be told which. Each gets the error (a retry with the same command id finds
+                # out, as after any lost reply); sending it again alone would meet the same server.
                 for pending in group:
                     pending.settle(error)
                 return

@@ -92,10 +92,7 @@ class MemoryStore(Store):
         if game_id not in self._games or len(stream) != expected_version:
             return self._settle(command_id, game_id, expected_version, request_hash)
         if _hash_at(stream, expected_version) != prev_hash:
-            raise StoreError(
-                f"game {game_id!r}: the given prev_hash is not the stored hash of version "
-                f"{expected_version} (a stale or corrupt cache?)"
-            )
+            raise VersionConflict(game_id, expected_version, expected_version)
         return self._commit(batch, request_hash, stream)
 
     async def read_stream(

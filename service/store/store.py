@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from service.store.clients import PostgresClients
 from service.store.errors import GameExists
+from service.store.failover import NO_SYNC_STANDBY, StorePool, SyncStandby
 from service.store.games import GAME_KEY, NEW_GAME_ROWS, PostgresGames, new_game_params
 from service.store.global_order import Connection
 from service.store.group_commit import DEFAULT_MAX_BATCH
@@ -49,9 +50,10 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
         *,
         group_commit: bool = True,
         max_batch: int = DEFAULT_MAX_BATCH,
+        sync: SyncStandby = NO_SYNC_STANDBY,
     ) -> None:
         """Use :meth:`open`; this only wires an already opened pool."""
-        PostgresStreams.__init__(self, dsn, pool, group_commit=group_commit, max_batch=max_batch)
+        PostgresStreams.__init__(self, dsn, pool, group_commit=group_commit, max_batch=max_batch, sync=sync)
         PostgresGames.__init__(self, pool)
         PostgresClients.__init__(self, pool)
 
@@ -65,6 +67,7 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
         timeout: float = DEFAULT_TIMEOUT,
         group_commit: bool = True,
         max_batch: int = DEFAULT_MAX_BATCH,
+        require_sync_standby: bool = False,
     ) -> EventStore:
         """Open a pool of ``min_size``..``max_size`` connections to ``dsn``; waits for the first ones.
 
@@ -85,8 +88,15 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
         version check, idempotency, hash chain and outcome (:mod:`service.store.group_commit`). A lone
         append is sent at once, as without it. ``group_commit=False`` sends each append as a statement
         of its own, each on its own pooled connection.
+
+        ``require_sync_standby`` (the HA setting, ``serve --require-sync-standby``): a write, or an answer
+        built from an earlier one, is given only once a standby of the synchronous quorum is proven to hold
+        it; else the call fails with :class:`~service.store.errors.NotReplicated`
+        (:class:`~service.store.failover.SyncStandby`). Opening refuses a login that cannot see the
+        standbys. A connection that met a failover's error is closed, not reused (:class:`StorePool`).
         """
-        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+        sync = SyncStandby(required=require_sync_standby)
+        pool: AsyncConnectionPool[Connection] = StorePool(
             dsn,
             min_size=min_size,
             max_size=max_size,
@@ -97,7 +107,9 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
         )
         try:
             await pool.open(wait=True, timeout=timeout)
-            return cls(dsn, pool, group_commit=group_commit, max_batch=max_batch)
+            async with pool.connection() as conn:
+                await sync.check_ready(conn)
+            return cls(dsn, pool, group_commit=group_commit, max_batch=max_batch, sync=sync)
         except BaseException:
             await pool.close()
             raise
@@ -178,10 +190,11 @@ class EventStore(PostgresStreams, PostgresGames, PostgresClients, Store):
                 returned = await cursor.fetchall()
             except pg_errors.UniqueViolation as error:
                 # The game id is taken: by this very command before (a retry), or by another one.
-                earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+                earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash, self._sync)
                 if earlier is not None:
                     return earlier
                 if error.diag.constraint_name == GAME_KEY:
                     raise GameExists(game_id) from None
                 raise
+            await self._sync.confirm(conn)
         return batch.result(returned)

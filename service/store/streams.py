@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from service.store.canonical import json_text
 from service.store.errors import CommandReused, GameNotFound, LedgerMismatch, StoreError, VersionConflict
+from service.store.failover import NO_SYNC_STANDBY, SyncStandby
 from service.store.global_order import Connection, GlobalReader
 from service.store.group_commit import DEFAULT_MAX_BATCH, GroupCommit, Pending
 from service.store.interface import StreamStore, Wakeups
@@ -134,17 +135,29 @@ class PostgresStreams(StreamStore):
         *,
         group_commit: bool = True,
         max_batch: int = DEFAULT_MAX_BATCH,
+        sync: SyncStandby = NO_SYNC_STANDBY,
     ) -> None:
         """``group_commit``: appends waiting at the same time go together in one statement
         (:mod:`service.store.group_commit`, at most ``max_batch`` at once); without it, each append is
-        one statement of its own."""
+        one statement of its own. ``sync``: whether each write, and each answer built from an earlier
+        one, waits for its proof on a synchronous standby (:class:`~service.store.failover.SyncStandby`)."""
         self._dsn = dsn
         self._pool = pool
+        self._sync = sync
         self._group = (
-            GroupCommit(pool, channel=NOTIFY_CHANNEL, alone=_append_alone, max_batch=max_batch)
+            GroupCommit(
+                pool,
+                channel=NOTIFY_CHANNEL,
+                alone=self._append_alone,
+                confirm=sync.confirm,
+                max_batch=max_batch,
+            )
             if group_commit
             else None
         )
+
+    async def _append_alone(self, conn: Connection, batch: Batch) -> AppendResult:
+        return await _append_alone(conn, batch, self._sync)
 
     async def append(
         self,
@@ -182,7 +195,7 @@ class PostgresStreams(StreamStore):
                 prev_hash = await _stored_hash(conn, game_id, expected_version)
                 if prev_hash is None:
                     return await _settle_failed_append(
-                        conn, command_id, game_id, expected_version, request_hash
+                        conn, command_id, game_id, expected_version, request_hash, self._sync
                     )
         batch = Batch(game_id, expected_version, prev_hash, events, metadata, command_id, request_hash)
         if self._group is not None:
@@ -193,7 +206,7 @@ class PostgresStreams(StreamStore):
                 raise outcome
             # ALONE: the group could not settle this command; the single statement will.
         async with self._pool.connection() as conn:
-            return await _append_alone(conn, batch)
+            return await _append_alone(conn, batch, self._sync)
 
     def group_commit_stats(self) -> dict[str, int]:
         """Groups sent and the commands they carried since the store opened (both 0 without group
@@ -239,7 +252,10 @@ class PostgresStreams(StreamStore):
         :class:`LedgerMismatch` when the ledger and the events that carry the id disagree."""
         async with self._pool.connection() as conn:
             found = await _command(conn, game_id, command_id)
-            return None if found is None else found[0]
+            if found is None:
+                return None
+            await confirm_durable(conn, self._sync)  # the caller answers a retry with it
+            return found[0]
 
     async def ledger(self, game_id: str) -> list[LedgerRow]:
         """The game's whole command ledger, in version order (the verifier checks it against the events)."""
@@ -354,7 +370,7 @@ def write_params(batch: Batch) -> dict[str, Any]:
 
 
 async def maybe_earlier_result(
-    conn: Connection, command_id: str, game_id: str, request_hash: bytes
+    conn: Connection, command_id: str, game_id: str, request_hash: bytes, sync: SyncStandby
 ) -> AppendResult | None:
     """The first result of ``command_id`` if the game recorded it for the same request, else ``None``.
 
@@ -367,19 +383,28 @@ async def maybe_earlier_result(
     (stored_request, first_version, last_version), last_hash = found
     if stored_request != request_hash:
         raise CommandReused(command_id, "for another request")
-    # The first run may have committed here while its client was cut off waiting for the synchronous
-    # standby: visible on this node, maybe not yet on the standby. A commit of our own waits for the standby
-    # to have the WAL up to it, past the first run's commit: once it returns, that one is there too.
-    await conn.execute(_CONFIRM_DURABLE, prepare=True)
+    await confirm_durable(conn, sync)
     return AppendResult(first_version, last_version, last_hash, duplicate=True)
 
 
+async def confirm_durable(conn: Connection, sync: SyncStandby) -> None:
+    """Return once what this connection's server has committed so far is on the synchronous standby.
+
+    Before a command is answered from what an earlier run wrote: that run may have committed here while its
+    client was cut off waiting for the standby, visible on this node and maybe not on the standby. A commit
+    of our own waits for the standby to have the WAL up to it, past the first run's commit (and ``sync``
+    proves it, where PostgreSQL's own wait may have been skipped).
+    """
+    await conn.execute(_CONFIRM_DURABLE, prepare=True)
+    await sync.confirm(conn)
+
+
 async def earlier_result(
-    conn: Connection, command_id: str, game_id: str, request_hash: bytes
+    conn: Connection, command_id: str, game_id: str, request_hash: bytes, sync: SyncStandby
 ) -> AppendResult:
     """:func:`maybe_earlier_result` of a command id that wrote nothing just now: recorded before, or (with
     neither a ledger row nor events) gone since, which only an edit of the ledger does."""
-    result = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+    result = await maybe_earlier_result(conn, command_id, game_id, request_hash, sync)
     if result is None:
         raise LedgerMismatch(game_id, command_id, "its ledger row was there a moment ago and is gone")
     return result
@@ -434,9 +459,10 @@ async def _stream_version(conn: Connection, game_id: str) -> int:
     return int(row[0])
 
 
-async def _append_alone(conn: Connection, batch: Batch) -> AppendResult:
+async def _append_alone(conn: Connection, batch: Batch, sync: SyncStandby) -> AppendResult:
     """Write one command with :data:`_APPEND`, its own transaction, and settle a refusal: the path of
-    every append without group commit, and of a command its group could not settle."""
+    every append without group commit, and of a command its group could not settle. A written command is
+    answered once ``sync`` has its proof."""
     game_id, command_id, request_hash = batch.game_id, batch.command_id, batch.request_hash
     expected_version = batch.first_version - 1
     try:
@@ -450,29 +476,34 @@ async def _append_alone(conn: Connection, batch: Batch) -> AppendResult:
     ) as error:
         constraint = error.diag.constraint_name
         if constraint == "events_hash_chain":
-            earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+            earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash, sync)
             if earlier is not None:
                 return earlier
+            # At the expected version but another hash: the stream was rewound (a restore, a failover that
+            # lost a suffix) and written again since the caller read it. A conflict: the caller reloads.
             actual = await _stream_version(conn, game_id)
-            if actual == expected_version:
-                raise StoreError(
-                    f"game {game_id!r}: the given prev_hash is not the stored hash of version "
-                    f"{expected_version} (a stale or corrupt cache?)"
-                ) from None
             raise VersionConflict(game_id, expected_version, actual) from None
         if constraint in _SETTLED_CONSTRAINTS:
-            return await _settle_failed_append(conn, command_id, game_id, expected_version, request_hash)
+            return await _settle_failed_append(
+                conn, command_id, game_id, expected_version, request_hash, sync
+            )
         raise
     if not returned:  # the command id was recorded before: nothing was written now
-        return await earlier_result(conn, command_id, game_id, request_hash)
+        return await earlier_result(conn, command_id, game_id, request_hash, sync)
+    await sync.confirm(conn)
     return batch.result(returned)
 
 
 async def _settle_failed_append(
-    conn: Connection, command_id: str, game_id: str, expected_version: int, request_hash: bytes
+    conn: Connection,
+    command_id: str,
+    game_id: str,
+    expected_version: int,
+    request_hash: bytes,
+    sync: SyncStandby,
 ) -> AppendResult:
     """Explain an append that could not be written: an earlier run of the command, or which error."""
-    earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash)
+    earlier = await maybe_earlier_result(conn, command_id, game_id, request_hash, sync)
     if earlier is not None:
         return earlier
     actual = await _stream_version(conn, game_id)

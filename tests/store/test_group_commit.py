@@ -474,6 +474,13 @@ async def never_alone(*args: object) -> AppendResult:
         (ValueError("a value the driver cannot send"), False, True),
         (psycopg.errors.AdminShutdown("terminating connection"), True, False),
         (psycopg.OperationalError("server closed the connection unexpectedly"), True, False),
+        # A primary drained for a switchover: the connection is fine, its server takes no writes; sent
+        # again alone it would meet the same server, so each caller gets the error at once.
+        (
+            psycopg.errors.ReadOnlySqlTransaction("cannot execute INSERT in a read-only transaction"),
+            False,
+            False,
+        ),
     ],
 )
 async def test_a_refused_group_is_resent_alone_and_a_lost_one_fails(
@@ -486,7 +493,7 @@ async def test_a_refused_group_is_resent_alone_and_a_lost_one_fails(
     from service.store.group_commit import ALONE, GroupCommit, Pending
 
     pool = OnePool(FailingConnection(error, broken))
-    group = GroupCommit(pool, channel="c", alone=never_alone)  # type: ignore[arg-type]
+    group = GroupCommit(pool, channel="c", alone=never_alone, confirm=proven)  # type: ignore[arg-type]
     pending = [
         Pending(Batch(game, 1, GENESIS_HASH, [played(1)], {}, f"c-{game}", b"r")) for game in ("g1", "g2")
     ]
@@ -494,6 +501,45 @@ async def test_a_refused_group_is_resent_alone_and_a_lost_one_fails(
     for each in pending:
         outcome = each.future.result()
         assert outcome is ALONE if resent else outcome is error
+
+
+async def proven(conn: object) -> None:
+    """A synchronous standby that holds every commit."""
+
+
+class CommittingConnection:
+    """Commits the group: one row per command, each written."""
+
+    broken = False
+
+    async def execute(
+        self, statement: str, params: dict[str, object], **kwargs: object
+    ) -> CommittingConnection:
+        self.count = len(params["batch"].obj)  # type: ignore[attr-defined]
+        return self
+
+    async def fetchall(self) -> list[tuple[object, ...]]:
+        return [(i, [10 + i], [1], False, None, None) for i in range(self.count)]
+
+
+async def test_a_group_not_proven_on_the_standby_is_answered_to_nobody() -> None:
+    """The group committed, but its commit is not proven on a synchronous standby: no caller is told it
+    succeeded, and none is sent again alone (it would meet the same server); each gets the refusal."""
+    from service.store.errors import NotReplicated
+    from service.store.group_commit import GroupCommit, Pending
+
+    refusal = NotReplicated("0/1", "no standby is in the synchronous quorum")
+
+    async def not_proven(conn: object) -> None:
+        raise refusal
+
+    pool = OnePool(CommittingConnection())  # type: ignore[arg-type]
+    group = GroupCommit(pool, channel="c", alone=never_alone, confirm=not_proven)  # type: ignore[arg-type]
+    pending = [
+        Pending(Batch(game, 1, GENESIS_HASH, [played(1)], {}, f"c-{game}", b"r")) for game in ("g1", "g2")
+    ]
+    await group._send(pending)
+    assert [each.future.result() for each in pending] == [refusal, refusal]
 
 
 async def test_a_group_size_below_one_is_refused(database_url: str, store: EventStore) -> None:
