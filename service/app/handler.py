@@ -107,7 +107,7 @@ class CommandHandler(Writer[Loaded, Command, State, Accepted]):
     async def _fold(self, game_id: str, events: Sequence[StoredEvent]) -> Loaded:
         """The game as ``events`` (its log from version 1 on, complete or up to some version) leave it."""
         if not events:
-            raise NotFound(f"no game {game_id!r}", reason="UNKNOWN_GAME")
+            raise NotFound(f"no game {game_id!r}")
         if events[0].type == RecordImported.__name__:
             raise Precondition(
                 f"game {game_id!r} is an imported table record: it takes no commands and has no live "
