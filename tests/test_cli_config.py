@@ -205,6 +205,14 @@ def test_serve_runs_with_what_the_variables_say(
         "uno-audit serve: --migrate-url goes with --database-url, the service's own login\n"
     )
 
+    clean_environment.delenv("UNO_AUDIT_MIGRATE_URL")
+    clean_environment.setenv("UNO_AUDIT_REQUIRE_SYNC_STANDBY", "1")
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err == (
+        "uno-audit serve: --require-sync-standby goes with --database-url: "
+        "an embedded database has no standby\n"
+    )
+
 
 def _readme_table() -> dict[str, tuple[str, str]]:
     """docs/cli.md's Configuration table: option -> (variable, default cell)."""

@@ -52,8 +52,11 @@ class AuditServiceStub:
     the game it imported; its seat tokens were shown once, not again.
     - `GAME_BUSY` (ABORTED): the game changed too many times while the request was decided; retry with the
     same command_id.
-    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
-    (google.rpc.RetryInfo says when).
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached, or is failing over; retry with
+    the same command_id (google.rpc.RetryInfo says when).
+    - `NOT_REPLICATED` (UNAVAILABLE): FileDispute, RuleOnDispute, ImportRecord or a seed reveal on a server
+    run with --require-sync-standby: committed but not proven on a synchronous standby, so not
+    acknowledged; retry with the same command_id (google.rpc.RetryInfo says when).
     - `LEDGER_MISMATCH` (DATA_LOSS): FileDispute, RuleOnDispute, ImportRecord or a seed reveal whose
     command_id the command ledger and the events disagree about (a row edited or deleted outside the
     service): not carried out again, not answered as a retry (metadata "command_id"); VerifyGame names
@@ -142,8 +145,11 @@ class AuditServiceServicer:
     the game it imported; its seat tokens were shown once, not again.
     - `GAME_BUSY` (ABORTED): the game changed too many times while the request was decided; retry with the
     same command_id.
-    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
-    (google.rpc.RetryInfo says when).
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached, or is failing over; retry with
+    the same command_id (google.rpc.RetryInfo says when).
+    - `NOT_REPLICATED` (UNAVAILABLE): FileDispute, RuleOnDispute, ImportRecord or a seed reveal on a server
+    run with --require-sync-standby: committed but not proven on a synchronous standby, so not
+    acknowledged; retry with the same command_id (google.rpc.RetryInfo says when).
     - `LEDGER_MISMATCH` (DATA_LOSS): FileDispute, RuleOnDispute, ImportRecord or a seed reveal whose
     command_id the command ledger and the events disagree about (a row edited or deleted outside the
     service): not carried out again, not answered as a retry (metadata "command_id"); VerifyGame names
@@ -289,8 +295,11 @@ class AuditService:
     the game it imported; its seat tokens were shown once, not again.
     - `GAME_BUSY` (ABORTED): the game changed too many times while the request was decided; retry with the
     same command_id.
-    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry with the same command_id
-    (google.rpc.RetryInfo says when).
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached, or is failing over; retry with
+    the same command_id (google.rpc.RetryInfo says when).
+    - `NOT_REPLICATED` (UNAVAILABLE): FileDispute, RuleOnDispute, ImportRecord or a seed reveal on a server
+    run with --require-sync-standby: committed but not proven on a synchronous standby, so not
+    acknowledged; retry with the same command_id (google.rpc.RetryInfo says when).
     - `LEDGER_MISMATCH` (DATA_LOSS): FileDispute, RuleOnDispute, ImportRecord or a seed reveal whose
     command_id the command ledger and the events disagree about (a row edited or deleted outside the
     service): not carried out again, not answered as a retry (metadata "command_id"); VerifyGame names

@@ -40,8 +40,8 @@ class CheckpointServiceStub:
     the tournament (in progress, finished later, or in another tournament).
     - `CHAIN_BROKEN` (FAILED_PRECONDITION): a game's stored chain does not match its events: nothing
     unverified is signed; AuditService.VerifyGame says where it breaks.
-    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry (google.rpc.RetryInfo
-    says when).
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached, or is failing over; retry
+    (google.rpc.RetryInfo says when).
     - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
     under.
     """
@@ -99,8 +99,8 @@ class CheckpointServiceServicer:
     the tournament (in progress, finished later, or in another tournament).
     - `CHAIN_BROKEN` (FAILED_PRECONDITION): a game's stored chain does not match its events: nothing
     unverified is signed; AuditService.VerifyGame says where it breaks.
-    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry (google.rpc.RetryInfo
-    says when).
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached, or is failing over; retry
+    (google.rpc.RetryInfo says when).
     - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
     under.
     """
@@ -206,8 +206,8 @@ class CheckpointService:
     the tournament (in progress, finished later, or in another tournament).
     - `CHAIN_BROKEN` (FAILED_PRECONDITION): a game's stored chain does not match its events: nothing
     unverified is signed; AuditService.VerifyGame says where it breaks.
-    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached; retry (google.rpc.RetryInfo
-    says when).
+    - `DATABASE_UNAVAILABLE` (UNAVAILABLE): the database cannot be reached, or is failing over; retry
+    (google.rpc.RetryInfo says when).
     - `INTERNAL` (INTERNAL): not the caller's doing; metadata "error_id" is the id the server's log holds it
     under.
     """
