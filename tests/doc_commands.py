@@ -1,12 +1,14 @@
 """Reading the commands the docs show, so that tests run them as written: a walk-through's ``$ command``
 lines with the output under each, the expected lines matched in order (a word ending in ``…`` stands
 for a value that differs from run to run — a game id, a token, a chain's head — and a line of ``…``
-alone for lines left out), and every ``uno-audit`` command line of the docs' shell blocks.
+alone for lines left out), and every ``uno-audit`` command line of the docs' shell blocks. A command's
+words are the shell's (``shlex``): a quoted argument is one word.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +44,7 @@ def steps(block: str) -> list[Step]:
     found: list[Step] = []
     for line in block.splitlines():
         if line.startswith("$ "):
-            found.append((line[2:].split("  #")[0].split(), []))
+            found.append((shlex.split(line[2:].split("  #")[0]), []))
         elif found:
             found[-1][1].append(line)
     return found
@@ -76,7 +78,9 @@ def uno_audit_commands(path: Path) -> list[list[str]]:
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL):
         for line in block.replace("\\\n", " ").splitlines():
-            words = line.split("#")[0].split()
+            if "uno-audit" not in line:
+                continue  # output, or another command: its quotes need not be the shell's
+            words = shlex.split(line, comments=True)
             while words and (words[0] == "$" or "=" in words[0]):
                 words = words[1:]
             if words and words[0].endswith("uno-audit"):

@@ -272,7 +272,15 @@ def test_every_option_of_every_command_has_help_and_shows_its_default(
     parser = build_parser()
     commands = subcommands(parser)
     assert {"simulate", "verify", "serve", "bots", "project", "rebuild", "import", "export"} <= set(commands)
-    for name, sub in [("uno-audit", parser), *commands.items()]:
+    # A command's own actions too (`dispute file`, `tournament show`).
+    actions = [
+        (f"{name} {action}", nested)
+        for name, sub in commands.items()
+        if any(isinstance(given, argparse._SubParsersAction) for given in sub._actions)
+        for action, nested in subcommands(sub).items()
+    ]
+    assert {"dispute file", "dispute list", "dispute rule"} <= {name for name, _ in actions}
+    for name, sub in [("uno-audit", parser), *commands.items(), *actions]:
         blocks = _help_blocks(sub.format_help())
         for action in options(sub):
             option = long_name(action)

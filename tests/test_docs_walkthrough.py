@@ -1,8 +1,9 @@
 """docs/arbiter.md's walk-through "Ruling on a disputed game" runs as written: its ``uno-audit`` commands,
-in order, on the record it ships (``docs/examples/disputed.jsonl``), print what it shows; its Python
-files the dispute and the ruling over gRPC with the seat token ``import`` printed, against a server on
-the same database; and the report after it lists them. Also: every ``verify --record`` the docs show,
-and every ``uno-audit`` command line of the docs is one the command line takes.
+in order, on the record it ships (``docs/examples/disputed.jsonl``), print what it shows — ``dispute
+file`` with the seat token ``import`` printed, ``dispute list`` and ``dispute rule`` against a server on
+the same database — and the report after it lists the dispute and the ruling. docs/grpc.md's Python
+does the same over gRPC. Also: every ``verify --record`` the docs show, and every ``uno-audit`` command
+line of the docs is one the command line takes.
 
 The expected lines are read from the docs themselves (:mod:`tests.doc_commands`), so the two cannot
 drift.
@@ -32,21 +33,50 @@ HEADING = "## Ruling on a disputed game"
 ADMIN_TOKEN = "walkthrough-admin-token-0123456789"
 
 
+GRPC = DOCS / "grpc.md"
+GRPC_HEADING = "## A dispute over gRPC"
+#: The doc's stand-ins for what differs from run to run: the game's id, ann's seat token, the dispute's id.
+GAME, ANN_TOKEN, DISPUTE = "459951ef-…", "DxewbM0d…", "5126207e-…"
+
+
 def python_block(path: Path, heading: str) -> str:
     text = path.read_text(encoding="utf-8")
     at = text.index("```python\n", text.index(heading)) + len("```python\n")
     return text[at : text.index("```\n", at)]
 
 
+def section(path: Path, heading: str) -> str:
+    text = path.read_text(encoding="utf-8")
+    start = text.index(heading)
+    return text[start : text.index("\n## ", start + len(heading))]
+
+
+def command(words: list[str], values: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """A doc's ``$ `` line as the variables it sets for the command (``VAR=value uno-audit …``) and the
+    command's arguments, the doc's stand-ins replaced by ``values``."""
+    given = [values.get(word, word) for word in words]
+    at = given.index("uno-audit")
+    variables = dict(word.split("=", 1) for word in given[:at])
+    return {name: values.get(value, value) for name, value in variables.items()}, given[at + 1 :]
+
+
 def test_the_walkthrough_has_the_commands_it_describes() -> None:
-    commands = [words[1] for words, _ in steps(shell_block(ARBITER, HEADING)) if words[0] == "uno-audit"]
-    assert commands == ["import", "verify", "adjudicate"]
-    assert [words[1] for words, _ in steps(shell_block(ARBITER, HEADING, 1))] == ["verify"]
+    blocks = [
+        [command(words, {})[1][:2] for words, _ in steps(shell_block(ARBITER, HEADING, n))] for n in range(3)
+    ]
+    assert [[words[0] for words in blocks[0]], blocks[1], [words[0] for words in blocks[2]]] == [
+        ["import", "verify", "adjudicate"],
+        [["dispute", "file"], ["dispute", "list"], ["dispute", "rule"]],
+        ["verify"],
+    ]
     assert (ROOT / "docs" / "examples" / "disputed.jsonl").is_file()
     # The walk-through works on the server's database, not on one of its own (a token from another
     # database is UNAUTHENTICATED at the server): no database made or named in it.
     block = shell_block(ARBITER, HEADING)
     assert "createdb" not in block and "DATABASE_URL" not in block and "--database-url" not in block
+    # The arbiter works from the command line; the gRPC example is the guide's.
+    assert "```python" not in section(ARBITER, HEADING)
+    assert "FileDispute" in python_block(GRPC, GRPC_HEADING)
 
 
 async def test_the_walkthrough_prints_what_the_docs_show(
@@ -59,16 +89,7 @@ async def test_the_walkthrough_prints_what_the_docs_show(
     # the test's, named to both the commands (DATABASE_URL, as the owner) and the server (its login).
     monkeypatch.chdir(ROOT)  # the docs' paths are the repository's
     monkeypatch.setenv("DATABASE_URL", database_url)
-    game_id = ann_token = ""
-    for words, expected in steps(shell_block(ARBITER, HEADING)):
-        args = [game_id if word == "459951ef-…" else word for word in words[1:]]
-        code = await asyncio.to_thread(main, args)
-        printed = capsys.readouterr().out.splitlines()
-        assert code in (0, 1), (args, printed)
-        if args[0] == "import":
-            game_id = printed[0].split(" as game ")[1].split(":")[0]
-            ann_token = next(line.split(": ", 1)[1] for line in printed if line.startswith("  seat 0 ann: "))
-        assert follows(expected, printed) == [], f"{' '.join(args)} printed:\n" + "\n".join(printed)
+    values = await run_block(0, {}, capsys, monkeypatch)
 
     server = await start_server(
         ServeConfig(
@@ -76,28 +97,83 @@ async def test_the_walkthrough_prints_what_the_docs_show(
         )
     )
     try:
-        code = python_block(ARBITER, HEADING)
+        # As the walk-through has them: the server at its address, serve's admin token in the variable.
+        monkeypatch.setenv("UNO_AUDIT_SERVER", f"127.0.0.1:{server.port}")
+        monkeypatch.setenv("UNO_AUDIT_ADMIN_TOKEN", ADMIN_TOKEN)
+        monkeypatch.delenv("UNO_AUDIT_SEAT_TOKEN", raising=False)
+        values = await run_block(1, values, capsys, monkeypatch)
+    finally:
+        await server.stop(grace=2.0)
+    assert DISPUTE in values
+
+    await run_block(2, values, capsys, monkeypatch, exit_status=1)  # the game's own violations stay
+
+
+async def run_block(
+    nth: int,
+    values: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    exit_status: int | None = None,
+) -> dict[str, str]:
+    """Run the ``nth`` shell block of the walk-through: each command prints its lines of the doc, in
+    order. The stand-ins found on the way (the game's id, ann's token, the dispute's id) are added to
+    ``values``, which is returned."""
+    values = dict(values)
+    for words, expected in steps(shell_block(ARBITER, HEADING, nth)):
+        variables, args = command(words, values)
+        with monkeypatch.context() as scoped:
+            for name, value in variables.items():
+                scoped.setenv(name, value)
+            code = await asyncio.to_thread(main, args)
+        printed = capsys.readouterr().out.splitlines()
+        assert code in ((0, 1) if exit_status is None else (exit_status,)), (args, printed)
+        if args[0] == "import":
+            values[GAME] = printed[0].split(" as game ")[1].split(":")[0]
+            values[ANN_TOKEN] = next(
+                line.split(": ", 1)[1] for line in printed if line.startswith("  seat 0 ann: ")
+            )
+        if args[:2] == ["dispute", "file"]:
+            assert code == 0, printed
+            values[DISPUTE] = next(line for line in printed if line.startswith("dispute ")).split()[1]
+        assert follows(expected, printed) == [], f"{' '.join(args)} printed:\n" + "\n".join(printed)
+    return values
+
+
+async def test_the_grpc_guides_dispute_runs_as_written(
+    database_url: str,
+    service_login: ServiceLogin,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/grpc.md's Python, on the record the walk-through imports, prints the line under it."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    assert await asyncio.to_thread(main, ["import", "docs/examples/disputed.jsonl"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    game_id = printed[0].split(" as game ")[1].split(":")[0]
+    ann_token = next(line.split(": ", 1)[1] for line in printed if line.startswith("  seat 0 ann: "))
+    server = await start_server(
+        ServeConfig(
+            listen="127.0.0.1:0", database_url=await service_login.url(database_url), admin_token=ADMIN_TOKEN
+        )
+    )
+    try:
+        code = python_block(GRPC, GRPC_HEADING)
         expected = [line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")]
-        code = code.replace('"459951ef-…", "DxewbM0d…"', f"{game_id!r}, {ann_token!r}")
+        code = code.replace(f'"{GAME}", "{ANN_TOKEN}"', f"{game_id!r}, {ann_token!r}")
         code = code.replace("127.0.0.1:50051", f"127.0.0.1:{server.port}")
         monkeypatch.setenv("UNO_AUDIT_ADMIN_TOKEN", ADMIN_TOKEN)
         out = io.StringIO()
 
         def run_snippet() -> None:
             with contextlib.redirect_stdout(out):
-                exec(compile(code, str(ARBITER), "exec"), {})  # the docs' own code, as a reader runs it
+                exec(compile(code, str(GRPC), "exec"), {})  # the docs' own code, as a reader runs it
 
         await asyncio.to_thread(run_snippet)
         assert out.getvalue().splitlines() == expected
     finally:
         await server.stop(grace=2.0)
-
-    for words, expected in steps(shell_block(ARBITER, HEADING, 1)):
-        args = [game_id if word == "459951ef-…" else word for word in words[1:]]
-        code_ = await asyncio.to_thread(main, args)
-        printed = capsys.readouterr().out.splitlines()
-        assert code_ == 1, printed  # the game's own violations stay
-        assert follows(expected, printed) == [], "\n".join(printed)
 
 
 def test_the_offline_verification_prints_what_the_docs_show(capsys: pytest.CaptureFixture[str]) -> None:

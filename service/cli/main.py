@@ -11,7 +11,19 @@ import os
 import sys
 from collections.abc import Sequence
 
-from service.cli import admin, audit, checkpoints, clients, health, play, publish, records, serve, tournaments
+from service.cli import (
+    admin,
+    audit,
+    checkpoints,
+    clients,
+    disputes,
+    health,
+    play,
+    publish,
+    records,
+    serve,
+    tournaments,
+)
 from service.cli.exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_USAGE, Refused
 from service.cli.options import Parser, installed_version
 from service.ops.embedded import EmbeddedError
@@ -28,6 +40,7 @@ COMMANDS = (
     play.register_bots,
     health.register,
     audit.register_adjudicate,
+    disputes.register,
     records.register_export,
     records.register_import,
     records.register_replay,
