@@ -22,6 +22,7 @@ from service.api.callers import Callers, Context
 from service.api.metrics import verdict_of
 from service.api.servicer import request_hash_of
 from service.app.auditor import Auditor
+from service.audit.game_report import GameReport, LostGame, lost_game
 from service.audit.log import Dispute
 from service.checkpoints.keyring import Keyring
 from service.checkpoints.receipts import MISSING, REWRITTEN, check_receipts
@@ -32,6 +33,7 @@ from service.domain.entries import DisputeKind, DisputeRuled
 from service.domain.errors import (
     AlreadyExists,
     InvalidInput,
+    NotFound,
     PermissionDenied,
     Unauthenticated,
 )
@@ -175,9 +177,23 @@ class AuditService(pb_grpc.AuditServiceServicer):
         notes = limits.receipts(request.receipts, "receipts")
         self.callers.admin(context)
         check = request.check_projections if request.HasField("check_projections") else True
-        report = await (self.auditor if request.reveal_seed else self.reader).verify(
-            game_id, check_projections=check, reveal_seed=request.reveal_seed, command_id=command_id
-        )
+        report = await self._report(game_id, check, request.reveal_seed, command_id, notes)
+        if isinstance(report, LostGame):
+            metrics.verification("lost")
+            log.info(
+                "verify",
+                game=game_id,
+                valid=False,
+                lost=True,
+                latency_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+            # Nothing stored was checked: no part of the game is reported valid.
+            return pb.VerifyGameReply(
+                valid=False,
+                report=_struct(report.to_json()),
+                receipts_valid=False,
+                first_rewritten_version=report.first_missing_version,
+            )
         checks = []
         if notes:
             rows = await self.auditor.store.read_stream(game_id)
@@ -210,6 +226,26 @@ class AuditService(pb_grpc.AuditServiceServicer):
             receipts_valid=receipts_valid,
             first_rewritten_version=min((v for v in failed if v is not None), default=0),
         )
+
+    async def _report(
+        self, game_id: str, check: bool, reveal_seed: bool, command_id: str | None, notes: list[str]
+    ) -> GameReport | LostGame:
+        """The game's report; with receipts, a game the store does not know is lost if one of them is
+        genuine (:func:`lost_game`; else NOT_FOUND ``UNKNOWN_GAME``, as without receipts)."""
+        first = self.auditor if reveal_seed else self.reader
+        # A standby that lags has not got a game created since: only the primary can say it is lost.
+        for auditor in [first] if first.store is self.auditor.store else [first, self.auditor]:
+            try:
+                return await auditor.verify(
+                    game_id, check_projections=check, reveal_seed=reveal_seed, command_id=command_id
+                )
+            except NotFound as unknown:
+                if not notes or unknown.reason != "UNKNOWN_GAME":
+                    raise
+        checks = check_receipts(
+            game_id, (), notes, service=self.keyring.service, log_keys=self.keyring.published
+        )
+        return lost_game(game_id, checks)
 
     async def _adjudicate(
         self, request: pb.AdjudicateRequest, context: Context, kind: DisputeKind

@@ -4,8 +4,9 @@ proofs over a tournament's finished games, and the adjudicator's check of a play
 Everything here is public but :meth:`CheckpointService.CheckReceipts` (a checkpoint is a version and a
 hash: it shows no card). Nothing is signed that does not verify: a game's head is recomputed from its
 events and must equal the stored chain (:mod:`service.audit.tournaments`), else FAILED_PRECONDITION
-``CHAIN_BROKEN``; nor is a tournament no game is in (NOT_FOUND ``UNKNOWN_TOURNAMENT``). Every refusal's
-reason is listed with CheckpointService in protos/uno/audit/v1/checkpoint.proto.
+``CHAIN_BROKEN``; nor is a tournament no game is in (NOT_FOUND ``UNKNOWN_TOURNAMENT``). A game the store
+lost whole is no refusal: its genuine receipts are each ``missing``. Every refusal's reason is listed with
+CheckpointService in protos/uno/audit/v1/checkpoint.proto.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from service.api.callers import Callers, Context
+from service.audit.game_report import lost_game
 from service.audit.tournaments import ChainBroken, UnknownTournament, game_head, tournament_leaves
 from service.checkpoints import Checkpoint, TournamentLeaf, game_checkpoint, prove_game, tournament_checkpoint
 from service.checkpoints.keyring import Keyring
@@ -119,11 +121,11 @@ class CheckpointService(checkpoint_pb2_grpc.CheckpointServiceServicer):
         game_id = limits.identifier(request.game_id, "game_id")
         notes = limits.receipts(request.receipts, "receipts")
         rows = await self.store.read_stream(game_id)
-        if not rows:
-            raise NotFound(f"no game {game_id!r}", reason="UNKNOWN_GAME")
         checks = check_receipts(
             game_id, rows, notes, service=self.keyring.service, log_keys=self.keyring.published
         )
+        if not rows:  # lost (each genuine receipt missing), else NOT_FOUND UNKNOWN_GAME as before
+            lost_game(game_id, checks)
         return pb.CheckReceiptsReply(
             valid=all(check.ok for check in checks),
             checks=[

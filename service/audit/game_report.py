@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from service.domain.entries import DisputeRuled
+from service.domain.errors import NotFound
 from service.records.report import Outcome, RulesReport, Ruling, Unit
 from service.rules.events import (
     CardDrawn,
@@ -344,6 +345,75 @@ class Unverified:
 
     def to_json(self) -> dict[str, object]:
         return {"game_id": self.game_id, "valid": False, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class LostGame:
+    """A game the store holds no event of, that a player's receipts say the service once acknowledged
+    (:func:`lost_game`): a restore from a copy older than its creation, or its rows deleted. It is
+    reported as any lost command is: each of its genuine receipts ``missing``, the game not valid."""
+
+    game_id: str
+    receipts: tuple[ReceiptCheck, ...]
+
+    @property
+    def valid(self) -> bool:
+        return False
+
+    @property
+    def first_missing_version(self) -> int:
+        """The lowest version a genuine receipt names: the history was lost from there on."""
+        return min(_genuine_versions(self.receipts))
+
+    @property
+    def signed_up_to(self) -> int:
+        """The highest version a genuine receipt names: at least this much of the game was acknowledged."""
+        return max(_genuine_versions(self.receipts))
+
+    @property
+    def error(self) -> str:
+        return (
+            f"not in the store: it holds no event of game {self.game_id!r}, yet the service signed "
+            f"receipts for it up to version {self.signed_up_to:,}"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """The report of ``docs/RECORD.md`` ("A game lost whole")."""
+        return {
+            "game_id": self.game_id,
+            "lost": True,
+            "version": 0,
+            "valid": False,
+            "error": self.error,
+            "receipts": [check.to_json() for check in self.receipts],
+        }
+
+
+def lost_game(game_id: str, checks: Sequence[ReceiptCheck]) -> LostGame:
+    """A game the store does not know, checked against a player's ``checks`` (made against no rows):
+    lost, when one of them is a genuine receipt of it. Otherwise it is unknown, as an id nobody was ever
+    given is (a typo, or a forged receipt, is not a loss): NOT_FOUND ``UNKNOWN_GAME``, saying why."""
+    from service.checkpoints.receipts import signed_for_game
+
+    if signed_for_game(checks):
+        return LostGame(game_id, tuple(checks))
+    message = f"no game {game_id!r}"
+    if checks:
+        given = (
+            "the one receipt given is not" if len(checks) == 1 else f"none of the {len(checks):,} given is"
+        )
+        message += (
+            f", and {given} a receipt this service signed for it, so nothing says it was lost "
+            f"({'' if len(checks) == 1 else 'the first: '}{checks[0].message})"
+        )
+    raise NotFound(message, reason="UNKNOWN_GAME")
+
+
+def _genuine_versions(checks: Sequence[ReceiptCheck]) -> list[int]:
+    """The versions the receipts that opened name (a refused one names none that can be trusted)."""
+    from service.checkpoints.receipts import REFUSED
+
+    return [check.version for check in checks if check.verdict != REFUSED and check.version is not None]
 
 
 @dataclass(frozen=True, slots=True)

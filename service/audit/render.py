@@ -20,6 +20,7 @@ from service.audit.game_report import (
     Adjudication,
     GameReport,
     GameSummary,
+    LostGame,
     Origin,
     ReplaySection,
     SeedSection,
@@ -48,9 +49,16 @@ def _validity(valid: bool) -> str:
     return "VALID" if valid else "INVALID"
 
 
-def render(report: RulesReport | GameReport, *, each_receipt: bool = False) -> str:
+def render(report: RulesReport | GameReport | LostGame, *, each_receipt: bool = False) -> str:
     """A record's report (lines) or a stored game's (positions) as text; see the module docstring. A
-    player's receipts are summed up in one line; ``each_receipt`` adds a line per receipt after it."""
+    player's receipts are summed up in one line; ``each_receipt`` adds a line per receipt after it. A
+    game the store has lost is its heading, what its receipts say of it, and the receipts."""
+    if isinstance(report, LostGame):
+        lines = [
+            f"game {report.game_id}: INVALID (lost: a receipt names it, the store holds none of it)",
+            f"  {report.error}",
+        ]
+        return "\n".join(lines + _receipt_lines(report.receipts, each_receipt))
     if isinstance(report, GameReport):
         lines = _game_sections(report)
         rules, unit, stopped_at = report.rules, Unit.POSITION, report.stopped_at
@@ -70,14 +78,19 @@ def render(report: RulesReport | GameReport, *, each_receipt: bool = False) -> s
         what = "record" if unit is Unit.LINE else "game"
         lines.append(f"  the {what} could not be followed past {unit.value} {stopped_at}")
     if isinstance(report, GameReport) and report.receipts is not None:
-        lines.append(f"  {receipts_line(report.receipts)}")
-        if each_receipt:
-            lines += [
-                f"  receipt {check.index + 1} (version {check.version}): {check.verdict.upper()}: "
-                f"{check.message}"
-                for check in report.receipts
-            ]
+        lines += _receipt_lines(report.receipts, each_receipt)
     return "\n".join(lines)
+
+
+def _receipt_lines(checks: Sequence[ReceiptCheck], each: bool) -> list[str]:
+    """The receipts' summary line, then with ``each`` a line per receipt."""
+    lines = [f"  {receipts_line(checks)}"]
+    if each:
+        lines += [
+            f"  receipt {check.index + 1} (version {check.version}): {check.verdict.upper()}: {check.message}"
+            for check in checks
+        ]
+    return lines
 
 
 def receipts_line(checks: Sequence[ReceiptCheck]) -> str:

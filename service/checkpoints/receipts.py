@@ -95,12 +95,10 @@ def check_receipts(
             continue
         version = receipt.size
         if version == 0 or version > len(heads):
+            held = f"holds {len(heads)} events" if heads else "holds no event of this game: it is not stored"
             checks.append(
                 ReceiptCheck(
-                    index,
-                    version,
-                    MISSING,
-                    f"the receipt covers version {version} but the log holds {len(heads)} events",
+                    index, version, MISSING, f"the receipt covers version {version} but the log {held}"
                 )
             )
         elif heads[version - 1] != receipt.root_hash:
@@ -116,6 +114,13 @@ def check_receipts(
         else:
             checks.append(ReceiptCheck(index, version, MATCHES, f"version {version} is the history signed"))
     return checks
+
+
+def signed_for_game(checks: Iterable[ReceiptCheck]) -> bool:
+    """Whether any receipt checked opened: signed by a key given, for this service and game. Only such a
+    receipt is evidence that the service once held the game; a refused one (forged, another game's,
+    malformed) says nothing about it."""
+    return any(check.verdict != REFUSED for check in checks)
 
 
 def read_receipts(text: str) -> list[str]:

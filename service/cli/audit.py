@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the database's modules load only when a command runs
     from service.app.auditor import Auditor
     from service.audit.game_report import GameReport, GameSummary, ReplaySection, Unverified
     from service.checkpoints.receipts import ReceiptCheck
+    from service.store import StoredEvent
 
 DISPUTE_KINDS = {"catch": DisputeKind.UNO_CATCH, "challenge": DisputeKind.WD4_CHALLENGE}
 #: The most processes ``verify --all --jobs`` takes (more than any machine it runs on has cores for).
@@ -88,9 +89,11 @@ def verify_stored(args: argparse.Namespace) -> int:
 
 
 async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
-    from service.audit.game_report import Unverified
-    from service.domain.errors import Precondition
+    from service.audit.game_report import Unverified, lost_game
+    from service.domain.errors import NotFound, Precondition
 
+    # The receipts first: a missing key or an unreadable file is refused before any work is done.
+    notes = None if args.receipts is None else _receipts_file(args)
     try:
         report = await auditor.verify(
             args.game,
@@ -98,6 +101,16 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
             reveal_seed=args.reveal_seed,
             command_id=str(uuid.uuid4()) if args.reveal_seed else None,
         )
+    except NotFound as unknown:
+        if notes is None or unknown.reason != "UNKNOWN_GAME":
+            raise
+        # The store does not know the game: lost if a genuine receipt names it, else "no game" (exit 2).
+        lost = lost_game(args.game, _check_receipts(args, [], notes))
+        if args.json:
+            print_json(lost.to_json())
+        else:
+            print(render(lost, each_receipt=args.each))
+        return EXIT_INVALID
     except Precondition as refused:
         if refused.reason != "LOG_UNREADABLE":
             raise
@@ -107,8 +120,9 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
         else:
             print(f"game {args.game}: INVALID\n  {refused}")
         return EXIT_INVALID
-    if args.receipts is not None:
-        report = dataclasses.replace(report, receipts=tuple(await _receipt_checks(auditor, args)))
+    if notes is not None:
+        rows = await auditor.store.read_stream(args.game)
+        report = dataclasses.replace(report, receipts=tuple(_check_receipts(args, rows, notes)))
     if args.json:
         print_json(report.to_json())
     else:
@@ -116,18 +130,28 @@ async def _verify_game(auditor: Auditor, args: argparse.Namespace) -> int:
     return EXIT_OK if report.valid else EXIT_INVALID
 
 
-async def _receipt_checks(auditor: Auditor, args: argparse.Namespace) -> list[ReceiptCheck]:
-    """``--receipts``: each of a player's receipts against the game's stored events."""
-    from service.checkpoints.receipts import check_receipts, read_receipts
+def _receipts_file(args: argparse.Namespace) -> list[str]:
+    """``--receipts``: a player's receipts, as signed notes; :class:`Refused` without ``--key`` or for a
+    file that cannot be read as receipts (a line that is not one names the whole file unusable)."""
+    from service.checkpoints.receipts import read_receipts
 
     if not args.key:
         raise Refused("--receipts needs the service's published verifier key (--key)")
-    keys, witnesses = verifiers(args.key), verifiers(args.witness, "--witness")
+    verifiers(args.key)  # a malformed key is refused here too, before the game is read
+    verifiers(args.witness, "--witness")
     try:
-        notes = read_receipts(read_small(args.receipts, MAX_RECEIPTS_FILE_BYTES))
+        return read_receipts(read_small(args.receipts, MAX_RECEIPTS_FILE_BYTES))
     except ValueError as bad:
         raise Refused(f"{args.receipts}: {bad}") from None
-    rows = await auditor.store.read_stream(args.game)
+
+
+def _check_receipts(
+    args: argparse.Namespace, rows: Sequence[StoredEvent], notes: list[str]
+) -> list[ReceiptCheck]:
+    """Each of a player's receipts against the game's stored ``rows`` (none: the store does not know it)."""
+    from service.checkpoints.receipts import check_receipts
+
+    keys, witnesses = verifiers(args.key), verifiers(args.witness, "--witness")
     return check_receipts(
         args.game,
         rows,

@@ -65,7 +65,11 @@ def register_verify(commands: Any) -> None:
         "--witness", action="append", default=[], metavar="VKEY", help="with --receipts: a trusted witness"
     )
     verify.add_argument(
-        "--threshold", type=int, default=0, metavar="K", help="with --receipts: witness signatures required"
+        "--threshold",
+        type=bounded(0, 2**31 - 1),
+        default=0,
+        metavar="K",
+        help="with --receipts: witness signatures required",
     )
     verify.add_argument(
         "--each",

@@ -108,7 +108,7 @@ PROJECTOR_FAILING = Gauge(
 VERIFICATIONS = Counter(
     "uno_audit_verifications_total",
     "VerifyGame reports by verdict: valid, or the first thing wrong (chain_broken, unreadable, "
-    "diverged, rules_broken, outcome_differs, other).",
+    "diverged, rules_broken, outcome_differs, other), or lost (receipts of a game the store lacks).",
     ("verdict",),
 )
 

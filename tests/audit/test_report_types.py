@@ -24,11 +24,16 @@ from service.audit.game_report import (
     ReplaySection,
     SeedSection,
     SeedStatus,
+    lost_game,
 )
 from service.audit.log import Dispute, GameLog
 from service.audit.render import render
 from service.audit.stored_game import verify_game
+from service.checkpoints import Signer, game_checkpoint
+from service.checkpoints.keyring import Keyring
+from service.checkpoints.receipts import check_receipts
 from service.domain.entries import DisputeFiled, DisputeKind, DisputeRuled
+from service.domain.errors import NotFound
 from service.records.report import (
     CatchEvidence,
     ChallengeEvidence,
@@ -154,6 +159,51 @@ def test_the_documented_stored_game_report_is_what_a_typed_report_gives() -> Non
     )
 
     conforms(documented_example("## A stored game's report"), report.to_json())
+
+
+def test_the_documented_lost_game_is_what_receipts_of_a_game_never_stored_give() -> None:
+    keyring = Keyring(Signer.generate("svc"))
+    genuine = [keyring.receipt("g", version, bytes([version]) * 32) for version in (4, 6, 16)]
+    forged = game_checkpoint("svc", "g", 99, bytes(32)).sign(Signer.generate("svc"))
+    checks = check_receipts("g", (), [*genuine, forged], service="svc", log_keys=keyring.published)
+    lost = lost_game("g", checks)
+
+    conforms(documented_example("**A game lost whole.**"), lost.to_json())
+    assert [c.verdict for c in lost.receipts] == ["missing", "missing", "missing", "refused"]
+    assert (lost.valid, lost.first_missing_version, lost.signed_up_to) == (False, 4, 16)
+    assert render(lost).splitlines() == [
+        "game g: INVALID (lost: a receipt names it, the store holds none of it)",
+        "  not in the store: it holds no event of game 'g', yet the service signed receipts for it up to "
+        "version 16",
+        "  4 receipts: 3 missing (their versions are past the log's end); 1 refused (not this game's, or not "
+        "signed by a key given)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("notes", "says"),
+    [
+        ([], "no game 'g'"),
+        (
+            ["not a note"],
+            "no game 'g', and the one receipt given is not a receipt this service signed for it",
+        ),
+        (["x", "y"], "no game 'g', and none of the 2 given is a receipt this service signed for it"),
+        (
+            ["other game"],
+            "no game 'g', and the one receipt given is not a receipt this service signed for it",
+        ),
+    ],
+)
+def test_no_genuine_receipt_leaves_an_unknown_game_unknown(notes: list[str], says: str) -> None:
+    keyring = Keyring(Signer.generate("svc"))
+    # A genuine receipt of another game is no evidence for this one (a misspelt id).
+    given = [keyring.receipt("h", 4, bytes(32)) if note == "other game" else note for note in notes]
+    checks = check_receipts("g", (), given, service="svc", log_keys=keyring.published)
+    with pytest.raises(NotFound) as unknown:
+        lost_game("g", checks)
+    assert unknown.value.reason == "UNKNOWN_GAME" and str(unknown.value).startswith(says)
+    assert ("nothing says it was lost" in str(unknown.value)) == bool(notes)
 
 
 def test_evidence_given_in_positions_moves_only_its_lines() -> None:

@@ -32,7 +32,8 @@ class AuditServiceStub:
     missing admin token is UNAUTHENTICATED, a seat token where the adjudicator's is needed
     PERMISSION_DENIED (reasons as the codes). The other reasons:
 
-    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id.
+    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id (VerifyGame with receipts: and none of them is one
+    this service signed for it, so nothing says the game existed).
     - `UNKNOWN_DISPUTE` (NOT_FOUND): RuleOnDispute: the game has no dispute with this id.
     - `GAME_IN_PROGRESS` (FAILED_PRECONDITION): ExportGame of a game still in progress without
     reveal_seed: its seed is secret, and without it its record cannot be checked card by card.
@@ -125,7 +126,8 @@ class AuditServiceServicer:
     missing admin token is UNAUTHENTICATED, a seat token where the adjudicator's is needed
     PERMISSION_DENIED (reasons as the codes). The other reasons:
 
-    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id.
+    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id (VerifyGame with receipts: and none of them is one
+    this service signed for it, so nothing says the game existed).
     - `UNKNOWN_DISPUTE` (NOT_FOUND): RuleOnDispute: the game has no dispute with this id.
     - `GAME_IN_PROGRESS` (FAILED_PRECONDITION): ExportGame of a game still in progress without
     reveal_seed: its seed is secret, and without it its record cannot be checked card by card.
@@ -275,7 +277,8 @@ class AuditService:
     missing admin token is UNAUTHENTICATED, a seat token where the adjudicator's is needed
     PERMISSION_DENIED (reasons as the codes). The other reasons:
 
-    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id.
+    - `UNKNOWN_GAME` (NOT_FOUND): no game has this id (VerifyGame with receipts: and none of them is one
+    this service signed for it, so nothing says the game existed).
     - `UNKNOWN_DISPUTE` (NOT_FOUND): RuleOnDispute: the game has no dispute with this id.
     - `GAME_IN_PROGRESS` (FAILED_PRECONDITION): ExportGame of a game still in progress without
     reveal_seed: its seed is secret, and without it its record cannot be checked card by card.

@@ -32,7 +32,9 @@ class CheckpointServiceStub:
     without the admin token is UNAUTHENTICATED, with a seat token PERMISSION_DENIED (reasons as the codes).
     The other reasons:
 
-    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint or CheckReceipts: no game has this id.
+    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint: no game has this id. CheckReceipts: no game has this id
+    and no receipt given is one this service signed for it (none given, forged, altered, another
+    game's): nothing says the game existed, so it is unknown, not lost.
     - `UNKNOWN_TOURNAMENT` (NOT_FOUND): GetTournamentCheckpoint, ProveGame or ProveConsistency: no game
     is in a tournament of this id (a misspelt id is not signed as an empty tree). A tournament whose
     games are all in progress is known: its checkpoint is the empty tree's (size 0).
@@ -91,7 +93,9 @@ class CheckpointServiceServicer:
     without the admin token is UNAUTHENTICATED, with a seat token PERMISSION_DENIED (reasons as the codes).
     The other reasons:
 
-    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint or CheckReceipts: no game has this id.
+    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint: no game has this id. CheckReceipts: no game has this id
+    and no receipt given is one this service signed for it (none given, forged, altered, another
+    game's): nothing says the game existed, so it is unknown, not lost.
     - `UNKNOWN_TOURNAMENT` (NOT_FOUND): GetTournamentCheckpoint, ProveGame or ProveConsistency: no game
     is in a tournament of this id (a misspelt id is not signed as an empty tree). A tournament whose
     games are all in progress is known: its checkpoint is the empty tree's (size 0).
@@ -144,7 +148,8 @@ class CheckpointServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def CheckReceipts(self, request, context):
-        """Adjudicator only: each receipt against the stored game, checked with this service's published keys.
+        """Adjudicator only: each receipt against the stored game, checked with this service's published keys;
+        a game the store lost whole has its genuine receipts "missing" (CheckReceiptsReply.valid).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -198,7 +203,9 @@ class CheckpointService:
     without the admin token is UNAUTHENTICATED, with a seat token PERMISSION_DENIED (reasons as the codes).
     The other reasons:
 
-    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint or CheckReceipts: no game has this id.
+    - `UNKNOWN_GAME` (NOT_FOUND): GetCheckpoint: no game has this id. CheckReceipts: no game has this id
+    and no receipt given is one this service signed for it (none given, forged, altered, another
+    game's): nothing says the game existed, so it is unknown, not lost.
     - `UNKNOWN_TOURNAMENT` (NOT_FOUND): GetTournamentCheckpoint, ProveGame or ProveConsistency: no game
     is in a tournament of this id (a misspelt id is not signed as an empty tree). A tournament whose
     games are all in progress is known: its checkpoint is the empty tree's (size 0).
