@@ -2,9 +2,9 @@
 
 An operator issues each application a client key (``uno-audit clients add``); it travels as a bearer token,
 like seat tokens. Creating a game needs one when the server listens beyond loopback (unless
-``--allow-anonymous``); every keyless caller is one shared client, :data:`ANONYMOUS`. A game records its
-client, and its seats' streams count against that client, so minting seat tokens buys no more of anything.
-docs/OPERATIONS.md lists the quotas and their defaults.
+``--allow-anonymous``); every keyless creator is one shared client, :data:`ANONYMOUS`. A game records its
+client; a keyed client's games' seats count against it, every seat has its own stream budget, and
+spectators share part of the server. docs/OPERATIONS.md lists the quotas and their defaults.
 """
 
 from __future__ import annotations
@@ -27,12 +27,24 @@ KEY_CACHE_SECONDS = 10.0
 
 @dataclass(frozen=True, slots=True)
 class Quotas:
-    """What each client may hold at once (the anonymous client counts as one), and how fast it may create."""
+    """What each client may hold at once (the anonymous client counts as one for games), how fast it may
+    create, and the budgets of ``WatchGame`` streams (docs/OPERATIONS.md, "Stream budgets")."""
 
     creations_per_minute: int = 60
     live_games: int = 200
+    #: A keyed client's streams: its games' seats and the spectators sending its key.
     streams: int = 200
+    #: A game's tokenless spectators.
     spectators_per_game: int = 50
+    #: Each seat's streams, whoever holds its token: a reconnect or a second device, not thousands.
+    streams_per_seat: int = 3
+    #: The part of the server's streams that spectators, keyed or not, may hold together: the rest is
+    #: the seats' (and the admin's), so that no spectator flood refuses a seat.
+    spectator_share: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0 < self.spectator_share < 1:
+            raise ValueError(f"spectator_share must be above 0 and below 1, not {self.spectator_share}")
 
 
 @dataclass(frozen=True, slots=True)

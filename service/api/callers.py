@@ -65,7 +65,7 @@ class Callers:
     async def client_of(self, caller: Caller, game_id: str) -> str:
         """The client a call of ``caller`` about ``game_id`` counts against: the admin's, the key's of a
         spectator that sent one, the game's own for its seats (whoever holds the token), else the
-        anonymous client."""
+        anonymous client (which no stream counts against: :meth:`Notifier.budgets`)."""
         if caller.admin:
             return ADMIN_CLIENT
         if caller.seat is None:

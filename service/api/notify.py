@@ -2,8 +2,8 @@
 
 :class:`Notifier` keeps the server's only ``LISTEN uno_events`` connection while streams are open,
 wakes the watchers of a game when its append commits, and bounds the streams a server holds open
-(:data:`MAX_STREAMS`, the client's quota, a game's spectators). Why no event is missed without
-polling: docs/DESIGN.md ("Watch streams").
+(:data:`MAX_STREAMS`, a seat's budget, a keyed client's quota, the spectators' share, a game's tokenless
+spectators). Why no event is missed without polling: docs/DESIGN.md ("Watch streams").
 """
 
 from __future__ import annotations
@@ -12,18 +12,21 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 
 import structlog
 
 from service.api.access import Quotas, client_name
+from service.domain.auth import Caller
 from service.domain.catalogue import type_name
 from service.domain.errors import ResourceExhausted
 from service.rules.events import GameEnded
 from service.store import StoredEvent, StreamStore
+from service.store.clients import ANONYMOUS
 
 log = structlog.get_logger("uno_audit.notify")
 
-#: Open ``WatchGame`` streams a server allows in all (each client's share is its quota).
+#: Open ``WatchGame`` streams a server allows in all (the spectators' part: ``Quotas.spectator_share``).
 MAX_STREAMS = 1000
 #: Events a stream reads from the store at a time while catching up.
 PAGE_SIZE = 500
@@ -38,11 +41,25 @@ RETRY_SECONDS = (0.1, 5.0)
 
 _GAME_ENDED = type_name(GameEnded)
 
+#: What a budget's streams are counted under: a tuple, so that no game id can pass for another scope.
+BudgetKey = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """One budget a stream counts against: ``scope`` names it in a refusal (``game:ID:seat:N``,
+    ``game:ID``, ``client:NAME``, ``spectators``, ``server``), ``whose`` in its message."""
+
+    key: BudgetKey
+    scope: str
+    whose: str
+    limit: int
+
 
 class Watcher:
     """One ``WatchGame`` stream's subscription to its game (see :meth:`Notifier.watcher`)."""
 
-    def __init__(self, notifier: Notifier, game_id: str, counted: tuple[str, ...]) -> None:
+    def __init__(self, notifier: Notifier, game_id: str, counted: tuple[BudgetKey, ...]) -> None:
         self.notifier = notifier
         self.game_id = game_id
         self.counted = counted  # the keys of Notifier._counts this stream holds a place in
@@ -113,7 +130,7 @@ class Notifier:
         self.quotas = quotas or Quotas()
         self.page_size = page_size
         self._watchers: dict[str, set[Watcher]] = {}
-        self._counts: Counter[str] = Counter()
+        self._counts: Counter[BudgetKey] = Counter()
         self._open = 0
         self._listening = False
         self._task: asyncio.Task[None] | None = None
@@ -130,6 +147,12 @@ class Notifier:
     @property
     def open_streams(self) -> int:
         return self._open
+
+    @property
+    def spectator_limit(self) -> int:
+        """The streams every spectator together may hold: the quotas' share of :attr:`max_streams`, rounded
+        down, so that the rest is always the seats' and the admin's."""
+        return int(self.max_streams * self.quotas.spectator_share)
 
     def watchers_of(self, game_id: str) -> frozenset[Watcher]:
         """The streams now subscribed to ``game_id``."""
@@ -215,29 +238,48 @@ class Notifier:
                 if watcher.started:
                     watcher.wake("listening")
 
+    def budgets(self, game_id: str, caller: Caller, client: str) -> list[Budget]:
+        """The budgets a stream of ``caller``'s on ``game_id`` counts against, narrowest first. ``client``
+        is the one :meth:`Callers.client_of` names (a seat's: its game's creator). Why these and not
+        others: docs/OPERATIONS.md ("Stream budgets")."""
+        quotas = self.quotas
+        places: list[Budget] = []
+        if caller.seat is not None:
+            # A seat's own budget, so that no one else's streams (another seat's, a spectator's) count
+            # against it, and one token cannot open thousands.
+            scope, whose = f"game:{game_id}:seat:{caller.seat}", f"seat {caller.seat} of game {game_id}"
+            places.append(Budget(("seat", game_id, caller.seat), scope, whose, quotas.streams_per_seat))
+        elif caller.spectator and client == ANONYMOUS:
+            whose = f"game {game_id}'s tokenless spectators"
+            places.append(Budget(("game", game_id), f"game:{game_id}", whose, quotas.spectators_per_game))
+        if client != ANONYMOUS:
+            # A keyed client answers for its own games' seats and its spectators; the anonymous client is
+            # everyone without a key, so counting them together would let any of them lock out the rest.
+            name = client_name(client)
+            places.append(Budget(("client", client), f"client:{name}", f"client {name}", quotas.streams))
+        if caller.spectator:
+            places.append(Budget(("spectators",), "spectators", "the spectators", self.spectator_limit))
+        places.append(Budget(("server",), "server", "the server", self.max_streams))
+        return places
+
     @contextlib.contextmanager
-    def watcher(self, game_id: str, *, client: str, spectator: bool) -> Iterator[Watcher]:
-        """A subscription to ``game_id``'s appends for one stream of ``client``'s (a spectator's, or a
-        seat's or the admin's), held until the block ends; :class:`ResourceExhausted` (reason
-        ``STREAM_LIMIT``, metadata ``limit`` and ``scope``: ``server``, ``client:<name>`` or
-        ``game:<id>``) if it would exceed the server's limit, the client's quota or the game's cap on
-        spectators."""
-        places = [("server", "server", self.max_streams)]
-        places.append((f"client:{client_name(client)}", f"client {client_name(client)}", self.quotas.streams))
-        if spectator:
-            places.append(
-                (f"game:{game_id}", f"game {game_id}'s spectators", self.quotas.spectators_per_game)
-            )
-        for scope, whose, limit in places:
-            held = self._open if scope == "server" else self._counts[scope]
-            if held >= limit:
+    def watcher(self, game_id: str, caller: Caller, *, client: str) -> Iterator[Watcher]:
+        """A subscription to ``game_id``'s appends for one stream of ``caller``'s (a seat's, a spectator's
+        or the admin's; ``client``: the client it counts against), held until the block ends;
+        :class:`ResourceExhausted` (reason ``STREAM_LIMIT``, metadata ``limit`` and ``scope``: a
+        :class:`Budget`'s) if one of its :meth:`budgets` is full."""
+        places = self.budgets(game_id, caller, client)
+        for budget in places:
+            held = self._open if budget.key == ("server",) else self._counts[budget.key]
+            if held >= budget.limit:
                 raise ResourceExhausted(
-                    f"{whose} hold {limit} WatchGame streams, the limit; close one first, or try again later",
+                    f"{budget.whose}: {budget.limit} WatchGame streams open, the limit; close one first, "
+                    "or try again later",
                     reason="STREAM_LIMIT",
-                    limit=str(limit),
-                    scope=scope,
+                    limit=str(budget.limit),
+                    scope=budget.scope,
                 )
-        counted = tuple(scope for scope, _, _ in places[1:])
+        counted = tuple(budget.key for budget in places if budget.key != ("server",))
         watcher = Watcher(self, game_id, counted)
         # A stream that subscribes before the connection listens is woken once it does (_connected), and
         # reads then whatever was appended meanwhile.
@@ -250,9 +292,9 @@ class Notifier:
         finally:
             self._open -= 1
             self._counts.subtract(counted)
-            for scope in counted:
-                if not self._counts[scope]:
-                    del self._counts[scope]
+            for key in counted:
+                if not self._counts[key]:
+                    del self._counts[key]
             watchers = self._watchers[game_id]
             watchers.discard(watcher)
             if not watchers:

@@ -436,7 +436,7 @@ class GameService(pb_grpc.GameServiceServicer):
         client = await self.callers.client_of(caller, game_id)
         # Subscribed (and counted against the stream limits) before anything is read: an append after
         # the load wakes this stream even if it commits before the first wait.
-        with self.notifier.watcher(game_id, client=client, spectator=caller.spectator) as watcher:
+        with self.notifier.watcher(game_id, caller, client=client) as watcher:
             await self.notifier.heard()  # the first stream opens the LISTEN connection
             loaded = await self.handler.load(game_id)
             players = loaded.state.players

@@ -119,17 +119,17 @@ def _access_options(serve: argparse.ArgumentParser) -> None:
         "and ::1 they may anyway); see `uno-audit clients`",
     )
     for quota, default, text in (
-        ("creations-per-minute", 60, "games a client may create per minute"),
-        ("live-games", 200, "games of a client's in progress at once"),
-        ("streams", 200, "WatchGame streams a client's callers (its games' seats) hold open at once"),
-        ("spectators-per-game", 50, "WatchGame streams of spectators one game has open at once"),
+        ("creations-per-minute", 60, "games a client may create per minute; keyless callers are one client"),
+        ("live-games", 200, "games of a client's in progress at once; keyless callers are one client"),
+        ("streams", 200, "WatchGame streams of a keyed client: its games' seats, spectators with its key"),
+        ("spectators-per-game", 50, "WatchGame streams of tokenless spectators one game has open at once"),
     ):
         serve.add_argument(
             f"--quota-{quota}",
             type=bounded(1, 1_000_000),
             default=default,
             metavar="N",
-            help=f"{text}; the callers without a key count as one client",
+            help=text,
         )
     serve.add_argument(
         "--workers",

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import io
+import json
 import random
 import uuid
 from collections import Counter
@@ -15,6 +19,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from service.cli.main import main
 from service.domain.catalogue import decode_event
 from service.rules.cards import DECKS, Card
 from service.rules.events import GameCreated
@@ -27,6 +32,28 @@ from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 ADMIN_TOKEN = "test-admin"
 Metadata = tuple[tuple[str, str], ...]
 ADMIN: Metadata = (("authorization", f"Bearer {ADMIN_TOKEN}"),)
+
+
+def _clients(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["clients", *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+async def clients(*argv: str) -> tuple[int, str, str]:
+    """``uno-audit clients ARGV`` in this process (off the event loop: it runs its own): exit status,
+    standard output, standard error."""
+    return await asyncio.to_thread(_clients, *argv)
+
+
+async def add(database_url: str, name: str) -> str:
+    """A new client key for ``name``, issued as an operator does (``uno-audit clients add``)."""
+    code, out, err = await clients("add", name, "--database-url", database_url)
+    assert code == 0, err
+    shown = json.loads(out)
+    assert shown["client"] == name
+    return str(shown["key"])
 
 
 def auth(token: str) -> Metadata:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import io
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -20,40 +19,19 @@ from grpc_status import rpc_status
 from service.api.access import Access, Quotas, is_loopback
 from service.api.config import ServeConfig
 from service.api.server import RunningServer, start_server
-from service.cli.main import build_parser, main
+from service.cli.main import build_parser
 from service.cli.serve import _access
 from service.store import EventStore, NewEvent
 from service.store.migrate import apply_migrations
 from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
-from .support import ADMIN, ADMIN_TOKEN, auth, count_rows, error_info, fails_with, new_id
+from .support import ADMIN, ADMIN_TOKEN, add, auth, clients, count_rows, error_info, fails_with, new_id
 
 if TYPE_CHECKING:  # the root conftest is not importable as a module of a package
     from tests.conftest import ServiceLogin
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _clients(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(["clients", *argv])
-    return code, out.getvalue(), err.getvalue()
-
-
-async def clients(*argv: str) -> tuple[int, str, str]:
-    """``uno-audit clients ARGV`` in this process (off the event loop: it runs its own): exit status,
-    standard output, standard error."""
-    return await asyncio.to_thread(_clients, *argv)
-
-
-async def add(database_url: str, name: str) -> str:
-    code, out, err = await clients("add", name, "--database-url", database_url)
-    assert code == 0, err
-    shown = json.loads(out)
-    assert shown["client"] == name
-    return str(shown["key"])
 
 
 @contextlib.asynccontextmanager
@@ -240,44 +218,56 @@ async def test_live_games_over_the_quota_are_refused(database_url: str, service_
 # --- streams: the attack --------------------------------------------------------------------------------
 
 
-async def test_streams_on_minted_seat_tokens_cannot_lock_out_another_clients_seat(
+async def test_streams_on_minted_seat_tokens_stop_at_each_seats_budget(
     database_url: str, service_login: ServiceLogin
 ) -> None:
-    """Anonymous creations mint seat tokens; streams opened on all of them stop at the anonymous client's
-    quota, far below the server's limit, and a seat of a game another client created still watches."""
+    """Anonymous creations mint seat tokens; each opens its own seat's few streams, counted against no
+    client (so the tokenless callers' streams do not lock each other out), and a seat of a game another
+    client created still watches, counted against that client."""
     key = await add(database_url, "alice")
     login = await service_login.url(database_url)
-    access = Access(quotas=Quotas(streams=8, spectators_per_game=4))
+    access = Access(quotas=Quotas(streams=8, spectators_per_game=4, streams_per_seat=2))
     async with serving(database_url, login, access) as stub:
-        held, refused = [], None
-        for _ in range(6):  # 6 games of 4 seats: 24 tokens, three times the quota
+        held = []
+        for _ in range(3):  # 3 games of 4 seats, 2 streams each: three times a client's quota
             game: pb.CreateGameReply = await stub.CreateGame(
                 pb.CreateGameRequest(command_id=new_id(), variant=pb.CLASSIC, players=["a", "b", "c", "d"])
             )
             for seat in game.seats:
-                call = stub.WatchGame(pb.WatchGameRequest(game_id=game.game_id), metadata=auth(seat.token))
-                try:
-                    await asyncio.wait_for(call.read(), 10)
-                except grpc.aio.AioRpcError as error:
-                    refused = error
-                    break
-                held.append(call)
-            if refused is not None:
-                break
-        assert refused is not None and len(held) == 8
-        assert refused.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
-        assert error_info(refused).metadata["scope"] == "client:anonymous"
+                request = pb.WatchGameRequest(game_id=game.game_id)
+                for _ in range(2):
+                    call = stub.WatchGame(request, metadata=auth(seat.token))
+                    assert isinstance(await asyncio.wait_for(call.read(), 10), pb.Event)
+                    held.append(call)
+                error = await fails_with(
+                    stub.WatchGame(request, metadata=auth(seat.token)).read(),
+                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    reason="STREAM_LIMIT",
+                )
+                scope = f"game:{game.game_id}:seat:{seat.seat}"
+                assert dict(error_info(error).metadata) == {"limit": "2", "scope": scope}
+        assert len(held) == 24
 
         theirs: pb.CreateGameReply = await stub.CreateGame(create()[0], metadata=auth(key))
-        watch = stub.WatchGame(
-            pb.WatchGameRequest(game_id=theirs.game_id), metadata=auth(theirs.seats[0].token)
+        watches = []
+        for seat in theirs.seats:  # 2 seats of 2 streams: 4 of alice's 8
+            for _ in range(2):
+                call = stub.WatchGame(pb.WatchGameRequest(game_id=theirs.game_id), metadata=auth(seat.token))
+                first = await asyncio.wait_for(call.read(), 10)
+                assert isinstance(first, pb.Event) and first.type == "GameCreated"
+                watches.append(call)
+        # A spectator with the client's key counts against that client too: 4 more fill its quota.
+        for _ in range(4):
+            spectator = stub.WatchGame(pb.WatchGameRequest(game_id=theirs.game_id), metadata=auth(key))
+            assert isinstance(await asyncio.wait_for(spectator.read(), 10), pb.Event)
+            watches.append(spectator)
+        error = await fails_with(
+            stub.WatchGame(pb.WatchGameRequest(game_id=theirs.game_id), metadata=auth(key)).read(),
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            reason="STREAM_LIMIT",
         )
-        first = await asyncio.wait_for(watch.read(), 10)
-        assert isinstance(first, pb.Event) and first.type == "GameCreated"
-        # A spectator with the client's key counts against that client, not against the anonymous one.
-        spectator = stub.WatchGame(pb.WatchGameRequest(game_id=theirs.game_id), metadata=auth(key))
-        assert isinstance(await asyncio.wait_for(spectator.read(), 10), pb.Event)
-        for call in [*held, watch, spectator]:
+        assert dict(error_info(error).metadata) == {"limit": "8", "scope": "client:alice"}
+        for call in [*held, *watches]:
             call.cancel()
 
 

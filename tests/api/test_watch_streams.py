@@ -16,14 +16,20 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import psycopg
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 
 from projections.migrate import apply_migrations
 from service.api.access import Access, Quotas
 from service.api.config import ServeConfig
+from service.api.notify import Notifier
 from service.api.server import RunningServer, start_server
+from service.domain.auth import SPECTATOR, Caller
 from service.domain.catalogue import encode
 from service.domain.entries import DisputeFiled
-from service.store import EventStore, NewEvent
+from service.domain.errors import ResourceExhausted
+from service.store import EventStore, MemoryStore, NewEvent
+from service.store.clients import ANONYMOUS
 from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
@@ -33,7 +39,10 @@ if TYPE_CHECKING:  # the root conftest is not importable as a module of a packag
 from .support import (
     ADMIN,
     ADMIN_TOKEN,
+    Game,
     Metadata,
+    add,
+    auth,
     create_game,
     create_scripted,
     error_info,
@@ -188,10 +197,19 @@ async def _listen_only_while_watched(
 
 @contextlib.asynccontextmanager
 async def limited_server(
-    database_url: str, login_url: str, *, total: int, per_client: int, spectators: int
+    database_url: str,
+    login_url: str,
+    *,
+    total: int,
+    per_client: int,
+    spectators: int,
+    per_seat: int = 3,
+    require_key: bool = False,
 ) -> AsyncIterator[tuple[RunningServer, str]]:
-    """A server like the ``server`` fixture's, with stream limits of its own; and its address."""
+    """A server like the ``server`` fixture's, with stream limits of its own (the spectators' share: half
+    of ``total``), needing a client key to create games if ``require_key``; and its address."""
     await apply_migrations(database_url)
+    quotas = Quotas(streams=per_client, spectators_per_game=spectators, streams_per_seat=per_seat)
     running = await start_server(
         ServeConfig(
             listen="127.0.0.1:0",
@@ -199,13 +217,22 @@ async def limited_server(
             admin_token=ADMIN_TOKEN,
             projector=False,
             max_streams=total,
-            access=Access(quotas=Quotas(streams=per_client, spectators_per_game=spectators)),
+            access=Access(require_key=require_key, quotas=quotas),
         )
     )
     try:
         yield running, f"127.0.0.1:{running.port}"
     finally:
         await running.stop(grace=2.0)
+
+
+async def _created(stub: pb_grpc.GameServiceStub, metadata: Metadata | None, players: int = 3) -> Game:
+    """A game created by whoever ``metadata`` names (``None``: a tokenless caller)."""
+    request = pb.CreateGameRequest(
+        command_id=new_id(), variant=pb.CLASSIC, players=[f"p{i}" for i in range(players)]
+    )
+    reply: pb.CreateGameReply = await stub.CreateGame(request, metadata=metadata)
+    return Game(reply.game_id, [s.token for s in reply.seats], reply)
 
 
 async def _accepted(stub: pb_grpc.GameServiceStub, game_id: str, metadata: Metadata | None) -> Any:
@@ -217,10 +244,19 @@ async def _accepted(stub: pb_grpc.GameServiceStub, game_id: str, metadata: Metad
 
 
 async def _refused(stub: pb_grpc.GameServiceStub, game_id: str, metadata: Metadata | None) -> dict[str, str]:
-    """The stream is refused with RESOURCE_EXHAUSTED, reason STREAM_LIMIT; its ErrorInfo metadata."""
+    """The stream is refused with RESOURCE_EXHAUSTED, reason STREAM_LIMIT, a QuotaFailure naming the same
+    scope as the ErrorInfo and a RetryInfo; the ErrorInfo's metadata."""
     call = stub.WatchGame(pb.WatchGameRequest(game_id=game_id), metadata=metadata)
     error = await fails_with(call.read(), grpc.StatusCode.RESOURCE_EXHAUSTED, reason="STREAM_LIMIT")
-    return dict(error_info(error).metadata)
+    metadata_of = dict(error_info(error).metadata)
+    status = rpc_status.from_call(error)
+    assert status is not None
+    failure, retry = error_details_pb2.QuotaFailure(), error_details_pb2.RetryInfo()
+    unpacked = [detail.Unpack(message) for detail in status.details for message in (failure, retry)]
+    assert unpacked.count(True) == 2, status.details  # one of each (the ErrorInfo is neither)
+    assert [v.subject for v in failure.violations] == [metadata_of["scope"]]
+    assert retry.retry_delay.seconds > 0
+    return metadata_of
 
 
 async def _eventually_accepted(stub: pb_grpc.GameServiceStub, game_id: str, metadata: Metadata | None) -> Any:
@@ -235,12 +271,15 @@ async def _eventually_accepted(stub: pb_grpc.GameServiceStub, game_id: str, meta
             await asyncio.sleep(0.05)
 
 
-async def test_stream_limits_per_client_per_game_and_in_all(
+async def test_stream_budgets_per_seat_client_game_spectators_and_in_all(
     database_url: str, service_login: ServiceLogin
 ) -> None:
     login = await service_login.url(database_url)
     async with (
-        limited_server(database_url, login, total=5, per_client=3, spectators=2) as (running, address),
+        limited_server(database_url, login, total=8, per_client=3, spectators=2, per_seat=2) as (
+            running,
+            address,
+        ),
         grpc.aio.insecure_channel(address) as one,
         grpc.aio.insecure_channel(address) as other,
     ):
@@ -249,32 +288,37 @@ async def test_stream_limits_per_client_per_game_and_in_all(
         game = await create_scripted(stub)  # the adjudicator's: its seats count against client "admin"
         gid = game.game_id
 
-        # A game's seats share its client's quota, whichever token they use: more tokens buy nothing.
+        # Each seat has a budget of its own, whoever holds its token...
         seats = [await _accepted(stub, gid, game.seat(0)) for _ in range(2)]
+        assert await _refused(second, gid, game.seat(0)) == {"limit": "2", "scope": f"game:{gid}:seat:0"}
+        # ...and a keyed client answers for its games' seats: more tokens buy it no more streams.
         seats.append(await _accepted(stub, gid, game.seat(1)))
         assert await _refused(stub, gid, game.seat(2)) == {"limit": "3", "scope": "client:admin"}
-        # Spectators count against the anonymous client and their game's cap, whatever their connection.
-        spectators = [await _accepted(stub, gid, None), await _accepted(second, gid, None)]
-        assert running.notifier.open_streams == 5
-        assert await _refused(second, gid, None) == {"limit": "5", "scope": "server"}
-        anonymous = await create_game(second)
-        assert await _refused(second, anonymous.game_id, anonymous.seat(0)) == {
-            "limit": "5",
-            "scope": "server",
-        }
 
-        # Closing a stream frees its place, for its client and in all.
+        # Tokenless spectators: their game's cap, whatever their connection, then the spectators' share
+        # (half the server's 8).
+        spectators = [await _accepted(stub, gid, None), await _accepted(second, gid, None)]
+        assert await _refused(second, gid, None) == {"limit": "2", "scope": f"game:{gid}"}
+        anonymous = await create_game(second)
+        spectators += [await _accepted(second, anonymous.game_id, None) for _ in range(2)]
+        third = await create_game(second)
+        assert await _refused(second, third.game_id, None) == {"limit": "4", "scope": "spectators"}
+
+        # The server's last place is a seat's (no spectator could take it); then the server is full.
+        seats.append(await _accepted(second, anonymous.game_id, anonymous.seat(0)))
+        assert running.notifier.open_streams == 8
+        assert await _refused(second, third.game_id, third.seat(0)) == {"limit": "8", "scope": "server"}
+
+        # Closing a stream frees its place, for each of its budgets and in all.
         seats[0].cancel()
-        seats[0] = await _eventually_accepted(stub, gid, game.seat(2))
+        seats[0] = await _eventually_accepted(stub, gid, game.seat(0))
         spectators[0].cancel()
-        other_game = await _eventually_accepted(second, anonymous.game_id, anonymous.seat(0))
-        assert running.notifier.open_streams == 5
-        other_game.cancel()
-        await until(lambda: running.notifier.open_streams == 4, "the cancelled stream to close")
-        spectators.append(await _accepted(second, gid, None))
+        spectators[0] = await _eventually_accepted(second, third.game_id, None)
+        assert running.notifier.open_streams == 8
         seats.pop().cancel()
-        await until(lambda: running.notifier.open_streams == 4, "the cancelled stream to close")
-        assert await _refused(stub, gid, None) == {"limit": "2", "scope": f"game:{gid}"}
+        await until(lambda: running.notifier.open_streams == 7, "the cancelled stream to close")
+        assert await _refused(stub, third.game_id, None) == {"limit": "4", "scope": "spectators"}
+        assert await _refused(stub, gid, game.seat(2)) == {"limit": "3", "scope": "client:admin"}
 
         # A stream that ends by itself frees its place too: a finished game's ends after its last event.
         await play_script(stub, game)
@@ -284,6 +328,84 @@ async def test_stream_limits_per_client_per_game_and_in_all(
         ended = [e async for e in stub.WatchGame(pb.WatchGameRequest(game_id=gid), metadata=ADMIN)]
         assert ended[-1].type == "GameEnded"
         await until(lambda: running.notifier.open_streams == 0, "the finished game's stream to end")
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["keyless-server", "keyed-server"])
+async def test_a_tokenless_spectator_flood_refuses_no_one_elses_seat(
+    database_url: str, service_login: ServiceLogin, keyed: bool
+) -> None:
+    """One tokenless client watches game after game until every cap refuses it: its games' caps, then
+    the spectators' share. Another game's spectators get their streams meanwhile, and a new game's seats
+    all of theirs, on a server where anyone creates games and on one that needs a client key."""
+    key = await add(database_url, "tablefriends")
+    creator = auth(key) if keyed else None  # a keyless server's games are the anonymous client's
+    login = await service_login.url(database_url)
+    server = limited_server(
+        database_url, login, total=24, per_client=8, spectators=3, per_seat=2, require_key=keyed
+    )
+    async with (
+        server as (running, address),
+        grpc.aio.insecure_channel(address) as flood_channel,
+        grpc.aio.insecure_channel(address) as table_channel,
+    ):
+        flood = pb_grpc.GameServiceStub(flood_channel)  # type: ignore[no-untyped-call]
+        table = pb_grpc.GameServiceStub(table_channel)  # type: ignore[no-untyped-call]
+        games = [await _created(table, creator) for _ in range(5)]
+        held = []
+        # Three games' spectators up to each game's cap: more than any one client's quota (8) holds.
+        for game in games[:3]:
+            held += [await _accepted(flood, game.game_id, None) for _ in range(3)]
+            refused = await _refused(flood, game.game_id, None)
+            assert refused == {"limit": "3", "scope": f"game:{game.game_id}"}
+        # Another game's spectators still get their streams, tokenless or with a client key.
+        others = [await _accepted(table, games[3].game_id, None)]
+        others.append(await _accepted(table, games[3].game_id, auth(key)))
+        # The flood goes on, on a fresh game, until the spectators' share (half of 24) refuses it.
+        held.append(await _accepted(flood, games[4].game_id, None))
+        assert await _refused(flood, games[4].game_id, None) == {"limit": "12", "scope": "spectators"}
+        assert await _refused(table, games[3].game_id, auth(key)) == {"limit": "12", "scope": "spectators"}
+        assert running.notifier.open_streams == 12
+
+        # A new game's seats all get their streams, each up to its own budget, whatever another seat
+        # holds; on a keyed server they count against the game's client too (1 spectator + 6 seats: 7).
+        new = await _created(table, creator)
+        seats = []
+        for seat in range(3):
+            seats += [await _accepted(table, new.game_id, new.seat(seat)) for _ in range(2)]
+            refused = await _refused(table, new.game_id, new.seat(seat))
+            assert refused == {"limit": "2", "scope": f"game:{new.game_id}:seat:{seat}"}
+        # And the flooded games' own seats too.
+        seats.append(await _accepted(table, games[0].game_id, games[0].seat(0)))
+        assert running.notifier.open_streams == 19
+        for call in [*held, *others, *seats]:
+            call.cancel()
+        await until(lambda: running.notifier.open_streams == 0, "every stream to close")
+
+
+async def test_budgets_are_counted_by_key_so_no_game_id_passes_for_another_scope() -> None:
+    """The spectators of a game whose id reads like another game's seat (``g:seat:0``) take nothing from
+    that seat; and a seat's budget holds only its own seat's streams."""
+    quotas = Quotas(spectators_per_game=5, streams_per_seat=1)
+    notifier = Notifier(MemoryStore(), max_streams=10, quotas=quotas)
+    with contextlib.ExitStack() as held:
+        held.enter_context(notifier.watcher("g:seat:0", SPECTATOR, client=ANONYMOUS))
+        held.enter_context(notifier.watcher("g", Caller(seat=0), client=ANONYMOUS))
+        held.enter_context(notifier.watcher("g", Caller(seat=1), client=ANONYMOUS))
+        with (
+            pytest.raises(ResourceExhausted) as refused,
+            notifier.watcher("g", Caller(seat=0), client=ANONYMOUS),
+        ):
+            pass
+        assert dict(refused.value.metadata) == {"limit": "1", "scope": "game:g:seat:0"}
+        assert notifier.open_streams == 3
+    assert notifier.open_streams == 0
+
+
+def test_spectators_can_never_hold_the_whole_server() -> None:
+    for share in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="spectator_share"):
+            Quotas(spectator_share=share)
+    assert Notifier(MemoryStore(), max_streams=1000).spectator_limit == 500
 
 
 async def _long_game(
