@@ -94,6 +94,7 @@ from projections.projector import read_lag  # noqa: E402
 from projections.rebuild import rebuild  # noqa: E402
 from projections.writer import COLUMNS  # noqa: E402
 from service.app.runner import stream_id_of  # noqa: E402
+from service.checkpoints.keys import Signer, write_signer  # noqa: E402
 from service.client.bots import BotTable, LoadSummary, Metadata, RetryPolicy  # noqa: E402
 from service.rules.options import Variant  # noqa: E402
 from service.store.migrate import SERVICE_LOGIN  # noqa: E402
@@ -140,6 +141,14 @@ DATABASE_TIMEOUT = 5  # serve's --database-timeout: per call while the database 
 
 def _say(message: str) -> None:
     print(f"[chaos {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def signing_key(folder: Path) -> Path:
+    """A receipts' signing key in ``folder``, as `uno-audit keygen` makes one: a server database needs it."""
+    path = folder / "checkpoint.key"
+    if not path.exists():
+        write_signer(Signer.generate("uno-audit"), path)
+    return path
 
 
 def free_port() -> int:
@@ -514,10 +523,11 @@ class Chaos:
             if plan.workers >= 2
             else ["--no-projector"]
         )
+        self.key_file = signing_key(workdir)
         self.serve = Child(
             "serve",
             ["serve", "--listen", self.address, "--database-url", service_url, *supervised,
-             "--database-timeout", str(DATABASE_TIMEOUT)],
+             "--database-timeout", str(DATABASE_TIMEOUT), "--checkpoint-key-file", str(self.key_file)],
             workdir / "serve.log",
         )  # fmt: skip
         #: Per worker or projector kill: (kind, seconds until its replacement served, commands acknowledged

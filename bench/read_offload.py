@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
-from bench.chaos import Child, free_port, wait_serving  # noqa: E402
+from bench.chaos import Child, free_port, signing_key, wait_serving  # noqa: E402
 from deploy.ha.cluster import Cluster, available  # noqa: E402
 from service.client.bots import LoadSummary, run_bots  # noqa: E402
 from service.rules.options import Variant  # noqa: E402
@@ -102,7 +102,8 @@ class Offload:
         child = Child(
             "serve",
             ["serve", "--listen", address, "--database-url", self.cluster.dsn(SERVICE_LOGIN),
-             "--admin-token-file", str(self.token_file), "--workers", "1", *extra],
+             "--admin-token-file", str(self.token_file), "--workers", "1",
+             "--checkpoint-key-file", str(signing_key(self.workdir)), *extra],
             self.workdir / "serve.log",
         )  # fmt: skip
         child.start()

@@ -128,6 +128,7 @@ from projections.migrate import apply_migrations as migrate_projections  # noqa:
 from service.api.config import ServeConfig  # noqa: E402
 from service.api.server import start_server  # noqa: E402
 from service.app.handler import stored_form  # noqa: E402
+from service.checkpoints.keys import Signer  # noqa: E402
 from service.client.bots import BotTable, LoadSummary, RetryPolicy  # noqa: E402
 from service.play.simulate import SimulatedGame, play_game, seat_names  # noqa: E402
 from service.rules.commands import (  # noqa: E402
@@ -1006,7 +1007,10 @@ async def served(url: str, workers: int = 1, extra: Sequence[str] = ()) -> Async
     token = secrets.token_hex(24)
     service_url = make_conninfo(url, user=SERVICE_LOGIN)  # serve refuses the owner's login
     command = [sys.executable, "-m", "service.cli", "serve", "--database-url", service_url, *extra]
-    async with _subprocess_server(command, workers, {"UNO_AUDIT_ADMIN_TOKEN": token}) as (address, pids):
+    # A server database needs the receipts' signing key: a new one per run, given as serve's variable.
+    key = Signer.generate("uno-audit").encode()
+    variables = {"UNO_AUDIT_ADMIN_TOKEN": token, "UNO_AUDIT_CHECKPOINT_KEY": key}
+    async with _subprocess_server(command, workers, variables) as (address, pids):
         yield Served(address, pids, token)
 
 

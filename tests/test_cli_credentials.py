@@ -20,6 +20,7 @@ from psycopg.conninfo import make_conninfo
 
 from projections.migrate import migrations as projection_migrations
 from service.store import migrations as store_migrations
+from tests.signing import SERVE_KEY
 
 if TYPE_CHECKING:  # the root conftest is pytest's, not a module to import again
     from tests.conftest import ServiceLogin
@@ -35,6 +36,7 @@ needs_script = pytest.mark.skipif(not UNO_AUDIT.exists(), reason="the uno-audit 
 def _env(**extra: str) -> dict[str, str]:
     """This process's environment without the variables the commands read, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("UNO_AUDIT_")}
+    env.update(SERVE_KEY)
     env.update(extra)
     return env
 

@@ -19,6 +19,7 @@ from projections.migrate import apply_migrations
 from service.api.config import ServeConfig
 from service.api.server import start_server
 from service.cli.main import main
+from tests.signing import SERVE_KEY
 
 if TYPE_CHECKING:
     from tests.conftest import ServiceLogin
@@ -30,7 +31,7 @@ needs_script = pytest.mark.skipif(not UNO_AUDIT.exists(), reason="the uno-audit 
 
 
 def _serve(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "UNO_AUDIT_ADMIN_TOKEN": "a-good-admin-token-0123456789"}
+    env = {"PATH": "/usr/bin:/bin", "UNO_AUDIT_ADMIN_TOKEN": "a-good-admin-token-0123456789", **SERVE_KEY}
     return subprocess.run(
         [str(UNO_AUDIT), "serve", *args], env=env, capture_output=True, text=True, timeout=90
     )

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from service.api.server import AUDIT_SERVICE_NAME, GRACE_SECONDS, PROJECTIONS_SERVICE, SERVICE_NAME
+from service.checkpoints import KEY_ENV
 from service.cli.main import build_parser
 from service.cli.options import SERVICE_PASSWORD_ENV
 from service.cli.serve import ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN
@@ -304,9 +305,11 @@ def _env(container: dict[str, Any]) -> dict[str, tuple[str, str]]:
 
 def test_the_environment_names_are_the_ones_the_commands_read() -> None:
     server, migrate = _env(SERVER), _env(MIGRATE)
-    assert {"DATABASE_URL", ADMIN_TOKEN_ENV} <= server.keys()
+    assert {"DATABASE_URL", ADMIN_TOKEN_ENV, KEY_ENV} <= server.keys()
     assert {"DATABASE_URL", SERVICE_PASSWORD_ENV} <= migrate.keys()
-    cli = "".join(path.read_text(encoding="utf-8") for path in (ROOT / "service" / "cli").glob("*.py"))
+    # The commands' own variables, and the signing key's, which serve reads through the checkpoints' keys.
+    sources = [*(ROOT / "service" / "cli").glob("*.py"), ROOT / "service" / "checkpoints" / "keys.py"]
+    cli = "".join(path.read_text(encoding="utf-8") for path in sources)
     read = set(re.findall(r'"([A-Z][A-Z0-9_]+)"', cli)) | LIBPQ_VARIABLES
     assert (server.keys() | migrate.keys()) - read == set()
     # The login is made with the password the service logs in with, and only the Job sees the owner's.

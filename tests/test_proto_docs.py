@@ -114,8 +114,9 @@ REFUSING = {
     "CheckpointService": ["service/api/checkpoint_servicer.py", "service/api/errors.py"],
 }
 #: A reason of the shared write loop no request of the service can meet: only a request naming the
-#: version it expects is refused VERSION_CONFLICT, and no AuditService request names one.
-NOT_MET = {"AuditService": {"VERSION_CONFLICT"}, "CheckpointService": set()}
+#: version it expects is refused VERSION_CONFLICT, and no AuditService request names one; only a write is
+#: refused NOT_REPLICATED, and CheckpointService writes nothing.
+NOT_MET = {"AuditService": {"VERSION_CONFLICT"}, "CheckpointService": {"NOT_REPLICATED"}}
 REASON = re.compile(r'\breason="([A-Z][A-Z0-9_]*)"')
 LISTED = re.compile(r"^- `([A-Z][A-Z0-9_]*)` \(([A-Z_]+)\): ", re.M)
 

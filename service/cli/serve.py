@@ -159,7 +159,8 @@ def _tls_and_key_options(serve: argparse.ArgumentParser) -> None:
         "--checkpoint-key-file",
         type=Path,
         metavar="PATH",
-        help=f"the key signing receipts (uno-audit keygen; ${KEY_ENV} holds one instead); default: "
+        help=f"the key signing receipts (uno-audit keygen; ${KEY_ENV} holds one instead), the same for "
+        "every replica; default: with --database-url none (serve refuses to start), else "
         "DATA_DIR/checkpoint.key, made on first start",
     )
     serve.add_argument(
@@ -323,11 +324,24 @@ def _workers(args: argparse.Namespace) -> int:
 
 
 def _keyring(args: argparse.Namespace) -> Keyring:
-    """The receipts' keyring: ``$UNO_AUDIT_CHECKPOINT_KEY``, else ``--checkpoint-key-file``, else a key
-    named ``uno-audit`` made once in the data folder and kept there."""
+    """The receipts' keyring: ``$UNO_AUDIT_CHECKPOINT_KEY``, else ``--checkpoint-key-file``, else (the
+    embedded database only) a key named ``uno-audit`` made once in the data folder and kept there.
+
+    A server database has replicas, and restarts in containers whose folders are not kept: a key made
+    there would be each replica's own and lost on restart, and the players' receipts would stop
+    verifying. So it must be given, the same to every replica."""
     from service.checkpoints import KeyFormatError
     from service.checkpoints.keyring import load_keyring
 
+    if (
+        args.database_url is not None
+        and args.checkpoint_key_file is None
+        and not os.environ.get(KEY_ENV, "").strip()
+    ):
+        raise Refused(
+            f"a server database needs the signing key every replica shares: set ${KEY_ENV} or "
+            "--checkpoint-key-file (make one with `uno-audit keygen --name uno-audit --out FILE`)"
+        )
     path = args.checkpoint_key_file or args.data_dir / "checkpoint.key"
     create_as = None if args.checkpoint_key_file else "uno-audit"
     try:

@@ -34,6 +34,7 @@ from service.api.workers import probe_listen
 from service.domain.auth import token_hash
 from service.store.clients import add_client
 from tests import tiers
+from tests.signing import SERVE_KEY
 from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
@@ -118,7 +119,7 @@ class Serve:
 
     def __init__(self, tmp_path: Path, name: str, *args: str) -> None:
         self.out, self.err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **SERVE_KEY}
         with self.out.open("wb") as stdout, self.err.open("wb") as stderr:
             self.process = subprocess.Popen(
                 [str(UNO_AUDIT), "serve", *args],
@@ -194,7 +195,7 @@ async def test_two_workers_share_one_port_refuse_a_second_server_and_stop_on_sig
         second = await asyncio.to_thread(
             subprocess.run,
             [str(UNO_AUDIT), "serve", "--listen", address, "--database-url", service_url, "--workers", "2"],
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **SERVE_KEY},
             capture_output=True,
             text=True,
             timeout=90,
@@ -234,7 +235,7 @@ async def test_a_port_a_single_process_server_holds_is_refused_with_workers(
             subprocess.run,
             [str(UNO_AUDIT), "serve", "--listen", f"127.0.0.1:{running.port}", "--database-url", service_url,
              "--no-projector", "--workers", "3"],
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **SERVE_KEY},
             capture_output=True,
             text=True,
             timeout=90,

@@ -33,6 +33,7 @@ from service.api.server import RunningServer, start_server
 from service.api.tls import TLSError, channel_credentials, server_tls
 from service.client.bots import run_bots
 from service.rules.options import Variant
+from tests.signing import SERVE_KEY
 from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
@@ -335,6 +336,7 @@ async def test_serve_as_a_process_with_tls_and_metrics(
     address, metrics = f"localhost:{_free_port()}", f"127.0.0.1:{_free_port()}"
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "UNO_AUDIT_ADMIN_TOKEN")}
     env["UNO_AUDIT_METRICS_LISTEN"] = metrics
+    env.update(SERVE_KEY)
     server_cert = certificates.server
     with (tmp_path / "serve.err").open("wb") as stderr:
         server = await asyncio.create_subprocess_exec(
