@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -147,6 +150,26 @@ async def test_an_unknown_game_exits_2_with_one_line(
     assert out == ""
     assert err.count("\n") == 1 and "no-such-game" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.timeout(120)
+async def test_an_unknown_game_is_one_line_every_time_as_a_process(database_url: str) -> None:
+    """As a process, where a read left running after the other failed used to end on a closed pool and
+    print its traceback at exit ("Task exception was never retrieved"), in about 4 runs of 10."""
+    uno_audit = Path(sys.executable).with_name("uno-audit")
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("UNO_AUDIT_")}
+    for run in range(10):
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [str(uno_audit), "verify", "--game", "no-such-game", "--database-url", database_url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stdout) == (2, ""), (run, done.stderr)
+        assert done.stderr.count("\n") == 1 and "no-such-game" in done.stderr, (run, done.stderr)
 
 
 def test_bad_usage_of_verify_exits_2(

@@ -14,7 +14,7 @@ import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import structlog
 from psycopg import errors as pg_errors
@@ -47,6 +47,9 @@ from service.store import AppendResult, EventStore, NewEvent, StoredEvent
 from service.store.clients import ADMIN_CLIENT
 
 _log = structlog.get_logger(__name__)
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 class ReadModelCheck(Protocol):
@@ -97,7 +100,7 @@ class Auditor:
         payloads and events of the games read before (:class:`~service.audit.rows.StreamCache`).
         """
         # The stream and the seed at once (two connections of the pool, one wait).
-        stream, seed = await asyncio.gather(read_rows(self.store, game_id, cache), self.store.seed(game_id))
+        stream, seed = await together(read_rows(self.store, game_id, cache), self.store.seed(game_id))
         if not stream.rows:
             raise NotFound(f"no game {game_id!r}", reason="UNKNOWN_GAME")
         try:
@@ -111,11 +114,11 @@ class Auditor:
         """The game's log (:meth:`load`) and what the store keeps beside it (ledger, games row)."""
         # The ledger while the log is read (another connection, one wait): an append made meanwhile may
         # show in the ledger and not in the log, as it could when the ledger was read after the log.
-        log, beside = await asyncio.gather(self.load(game_id, cache), self._beside(game_id))
+        log, beside = await together(self.load(game_id, cache), self._beside(game_id))
         return log, beside
 
     async def _beside(self, game_id: str) -> Beside:
-        ledger, game = await asyncio.gather(self.store.ledger(game_id), self.store.game(game_id))
+        ledger, game = await together(self.store.ledger(game_id), self.store.game(game_id))
         return Beside(ledger, game)
 
     async def verify(
@@ -540,6 +543,20 @@ class _EntryWriter(Writer[GameLog, EntryDecision, None, tuple[GameLog, bool]]):
         if isinstance(ran, Unchanged):
             return ran.snapshot, False
         return await self._load(game_id), isinstance(ran, Appended)
+
+
+async def together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results, awaited at once; when one fails, its error goes on once the other is done too.
+
+    ``asyncio.gather`` lets the error go at once and leaves the other running: a read that failed on an
+    unknown game left its sibling to fail later on a closed pool ("Task exception was never retrieved").
+    Cancelling the sibling instead would interrupt its query, which psycopg logs. Both are short reads.
+    """
+    one, two = await asyncio.gather(first, second, return_exceptions=True)
+    for outcome in (one, two):
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return one, two  # type: ignore[return-value]
 
 
 def _find_dispute(log: GameLog, dispute_id: str) -> Dispute:
