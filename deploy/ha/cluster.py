@@ -1,9 +1,9 @@
 """A highly available PostgreSQL on one machine: a pg_auto_failover monitor and two nodes, the secondary in
 synchronous replication, each on its own port and folder under one base folder (docs/HA.md).
 
-    python deploy/ha/cluster.py [--base DIR] start | stop [--keep] | status [--json] | dsn [--user U]
-                                switchover | kill-postmaster NODE | kill-node NODE | stop-node NODE
-                                run-node NODE | backup DEST
+    python deploy/ha/cluster.py [--base DIR] [--ports M,N1,N2] start | stop [--keep] | status [--json]
+                                dsn [--user U] | switchover | kill-postmaster NODE | kill-node NODE
+                                stop-node NODE | run-node NODE | backup DEST
 
 Standard library only, so that a person runs it with any Python 3.11; ``stop`` leaves nothing behind
 unless ``--keep``. As root, PostgreSQL and pg_autoctl run as the ``postgres`` user through ``setpriv``.
@@ -69,6 +69,40 @@ def free_port() -> int:
         return port
 
 
+def parse_ports(text: str) -> tuple[int, int, int]:
+    """``--ports``: the monitor's, node1's and node2's ports, three distinct integers 1–65535; a
+    ``ValueError`` saying in one line what is wrong otherwise."""
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) != 3:
+        raise ValueError(
+            f"--ports wants three ports, monitor,node1,node2 (e.g. 6000,6001,6002), not {text!r}"
+        )
+    ports: list[int] = []
+    for part in parts:
+        try:
+            port = int(part, 10)
+        except ValueError:
+            raise ValueError(f"--ports: {part!r} is not an integer") from None
+        if not 1 <= port <= 65535:
+            raise ValueError(f"--ports: {port} is not a port (1–65535)")
+        ports.append(port)
+    if len(set(ports)) != 3:
+        raise ValueError(f"--ports: the three ports must differ, not {text!r}")
+    return ports[0], ports[1], ports[2]
+
+
+def _taken(port: int) -> bool:
+    """Whether something already listens on (or holds) ``port`` on 127.0.0.1 (a connection of a stopped
+    server left in TIME_WAIT does not count: PostgreSQL binds past it too)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
 def _bindir() -> Path:
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parts[-3]))
     if not found:
@@ -102,21 +136,31 @@ class Node:
 
 
 class Cluster:
-    """The monitor and the two nodes under ``base``; their ports are kept in ``base/cluster.json``."""
+    """The monitor and the two nodes under ``base``; their ports are kept in ``base/cluster.json``.
 
-    def __init__(self, base: Path) -> None:
+    ``ports`` (the monitor's, node1's, node2's) are the ones a new cluster takes instead of free ones; an
+    existing cluster on other ports is refused (:class:`ClusterError`)."""
+
+    def __init__(self, base: Path, ports: tuple[int, int, int] | None = None) -> None:
         self.base = base.resolve()
         self.account = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
         self.bindir = _bindir()
         self.monitor = Node("monitor", 0, self.base / "monitor")
         self.nodes = {name: Node(name, 0, self.base / name) for name in NODES}
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.ports = ports
         state = self.base / "cluster.json"
         if state.exists():
-            ports = json.loads(state.read_text())
-            self.monitor.port = int(ports["monitor"])
+            kept = json.loads(state.read_text())
+            self.monitor.port = int(kept["monitor"])
             for name, node in self.nodes.items():
-                node.port = int(ports[name])
+                node.port = int(kept[name])
+            have = (self.monitor.port, *(node.port for node in self.nodes.values()))
+            if ports is not None and have != ports:
+                raise ClusterError(
+                    f"{self.base} holds a cluster on ports {','.join(map(str, have))}, "
+                    f"not {','.join(map(str, ports))}"
+                )
 
     @property
     def superuser(self) -> str:
@@ -200,10 +244,18 @@ class Cluster:
         if fresh:
             if self.base.exists() and any(self.base.iterdir()):
                 raise ClusterError(f"{self.base} holds files but no cluster.json: not a cluster's folder")
+            if self.ports is not None:  # the caller's, checked before anything is made
+                names = ("monitor", *NODES)
+                taken = [
+                    f"{port} ({name})" for name, port in zip(names, self.ports, strict=True) if _taken(port)
+                ]
+                if taken:
+                    raise ClusterError(f"--ports: in use on 127.0.0.1: {', '.join(taken)}")
             self.base.mkdir(parents=True, exist_ok=True)
-            self.monitor.port = free_port()
-            for node in self.nodes.values():
-                node.port = free_port()
+            chosen = self.ports or (free_port(), free_port(), free_port())
+            self.monitor.port = chosen[0]
+            for node, port in zip(self.nodes.values(), chosen[1:], strict=True):
+                node.port = port
             ports = {"monitor": self.monitor.port, **{n.name: n.port for n in self.nodes.values()}}
             (self.base / "cluster.json").write_text(json.dumps(ports))
         self.base.chmod(0o755)
@@ -444,6 +496,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--base", type=Path, default=DEFAULT_BASE, help=f"its folder (default {DEFAULT_BASE})"
     )
+    parser.add_argument(
+        "--ports",
+        metavar="M,N1,N2",
+        help="the monitor's, node1's and node2's ports for a new cluster (default: free ones)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("start", help="create or start the cluster; print the DSN when the secondary is in sync")
     stop = sub.add_parser("stop", help="stop everything and remove the folder")
@@ -459,14 +516,21 @@ def main(argv: list[str] | None = None) -> int:
     backup = sub.add_parser("backup", help="pg_basebackup of the primary into DEST, verified")
     backup.add_argument("destination", type=Path)
     args = parser.parse_args(argv)
+    ports: tuple[int, int, int] | None = None
+    if args.ports is not None:
+        try:
+            ports = parse_ports(args.ports)
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 2
     if args.command == "stop" and not args.base.exists():
         return 0
     why = available()
     if why is not None:
         print(why, file=sys.stderr)
         return 2
-    cluster = Cluster(args.base)
     try:
+        cluster = Cluster(args.base, ports)
         if args.command == "start":
             try:
                 cluster.start()
