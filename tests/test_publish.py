@@ -191,10 +191,13 @@ def test_each_leaf_is_rebuilt_from_its_inputs_and_its_head_from_its_last_row(pub
             continue
         leaf_file = published.site / game["proof_file"].replace("proofs/", "leaves/")
         given = json.loads(leaf_file.read_text("utf-8"))
-        leaf = TournamentLeaf(given["game_id"], given["version"], bytes.fromhex(given["head_hash"]))
+        assert given == game["leaf"]
+        inputs = {key: value for key, value in given.items() if key not in ("leaf", "leaf_hash", "end")}
+        leaf = TournamentLeaf.from_json(inputs)
+        assert leaf.format == 2 and leaf.players == tuple(game["players"]) and leaf.variant == "classic"
         assert given["leaf"] == leaf.encode().hex() and given["leaf_hash"] == leaf.hash().hex()
         end = given["end"]
-        assert end == game["end"] is not None
+        assert end is not None
         head = event_hash(
             end["hash_version"],
             bytes.fromhex(end["prev_hash"]),
@@ -261,7 +264,7 @@ def test_no_page_shows_a_card_the_table_did_not_show(published: Published) -> No
         assert cards_in(replay) or game["proof"] is None  # a whole game shows the cards played
     index_text = re.sub(r"<[^>]+>", " ", (site / "index.html").read_text("utf-8"))
     assert not cards_in(index_text)
-    check = dict(data, games=[dict(game, end=None) for game in data["games"]])
+    check = dict(data, games=[dict(game, leaf=None) for game in data["games"]])
     assert not cards_in(check)  # the rows that end the games hold scores and a seed, no card
 
 
@@ -342,7 +345,12 @@ def test_publishing_again_replaces_the_site_it_made(
     assert (out / "previous-checkpoint.txt").read_text("utf-8") == note
     assert not (out / "consistency.json").exists()
     assert "signed the same 2 game(s): the same tree head" in (out / "index.html").read_text("utf-8")
-    assert site_data(out)["previous"] == {"note": note, "consistency": None}
+    assert site_data(out)["previous"] == {
+        "note": note,
+        "consistency": None,
+        "file": "previous-checkpoint.txt",
+        "consistency_file": "consistency.json",
+    }
     assert [p.name for p in tmp_path.iterdir()] == ["empty"]  # no staging folder left behind
 
 
@@ -368,7 +376,7 @@ def test_an_imported_game_is_a_leaf_whose_result_its_leaf_does_not_bind(
     code, _, err = run(capsys, *argv, *db)
     assert code == 0, err
     [game] = site_data(site)["games"]
-    assert game["end"] is None and game["proof"]["index"] == 0 and game["result"]["winner"] == "ann"
+    assert game["leaf"]["end"] is None and game["proof"]["index"] == 0 and game["result"]["winner"] == "ann"
     leaf = json.loads((site / "leaves" / "001.json").read_text("utf-8"))
     assert leaf["end"] is None and leaf["version"] == game["proof"]["leaf"]["version"]
     vkey = published.signer.verifier.encode()
@@ -441,6 +449,8 @@ def test_republishing_keeps_the_previous_checkpoint_and_the_consistency_proof_pr
     assert site_data(site)["previous"] == {
         "note": republished.first_note,
         "consistency": json.loads(proof),
+        "file": "previous-checkpoint.txt",
+        "consistency_file": "consistency.json",
     }
 
 

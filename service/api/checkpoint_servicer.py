@@ -95,6 +95,9 @@ class CheckpointService(checkpoint_pb2_grpc.CheckpointServiceServicer):
             index=inclusion.index,
             size=inclusion.size,
             proof=[step.hex() for step in inclusion.proof],
+            leaf_format=inclusion.leaf.format,
+            variant=inclusion.leaf.variant,
+            players=inclusion.leaf.players or (),
         )
 
     async def ProveConsistency(

@@ -14,16 +14,19 @@ import jinja2
 _POLICY = ("default-src 'none'", "object-src 'none'", "base-uri 'none'", "form-action 'none'")
 
 
-def content_policy(*, scripts: Sequence[str], styles: Sequence[str]) -> str:
+def content_policy(*, scripts: Sequence[str], styles: Sequence[str], read_site: bool = False) -> str:
     """A Content-Security-Policy allowing exactly the page's inline ``scripts`` and ``styles`` (each
-    element's exact text) by SHA-256, no other script or style, and loading nothing."""
+    element's exact text) by SHA-256, no other script or style, and loading nothing; ``read_site``: but
+    the page may read files of its own site (``connect-src 'self'``: a site's check reads what it checks)."""
 
     def sources(texts: Sequence[str]) -> str:
         hashes = (base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() for text in texts)
         return " ".join(f"'sha256-{digest}'" for digest in hashes) or "'none'"
 
     default, *others = _POLICY
-    return "; ".join((default, f"script-src {sources(scripts)}", f"style-src {sources(styles)}", *others))
+    connect = ("connect-src 'self'",) if read_site else ()
+    policy = (default, f"script-src {sources(scripts)}", f"style-src {sources(styles)}", *connect, *others)
+    return "; ".join(policy)
 
 
 @cache

@@ -57,6 +57,33 @@ class GameEnd:
         }
 
 
+def signed_result(leaf: TournamentLeaf, end: Mapping[str, Any]) -> dict[str, Any]:
+    """The result the row ``end`` (:meth:`GameEnd.to_json`) holds, by the names ``leaf`` signs (format 2):
+    ``{"winner", "scores": [[name, total], …]}``, what check.html rebuilds in the browser and ``check-proof
+    --leaf`` on the command line. :class:`ValueError` if the row does not hash to the leaf's head, is not a
+    ``GameEnded``, or the leaf names no players (format 1)."""
+    if leaf.players is None:
+        raise ValueError("a format-1 leaf names no players: its result is not bound to names")
+    try:
+        version, content, facts = int(end["hash_version"]), str(end["content"]), str(end["facts"])
+        prev = bytes.fromhex(end["prev_hash"])
+        head = event_hash(version, prev, leaf.game_id, leaf.version, content.encode(), facts.encode())
+        row = json.loads(content)
+    except (KeyError, TypeError, ValueError) as bad:
+        raise ValueError(f"the row the game ended at cannot be read: {bad}") from None
+    if head != leaf.head_hash:
+        raise ValueError("the row the game ended at does not hash to the leaf's head")
+    if row.get("type") != "GameEnded":
+        raise ValueError("the row the leaf is the head of is not the game's end")
+    payload, players = row["payload"], leaf.players
+    if len(payload["scores"]) != len(players) or not 0 <= payload["winner"] < len(players):
+        raise ValueError("the row's seats are not the leaf's players")
+    return {
+        "winner": players[payload["winner"]],
+        "scores": [[name, payload["scores"][seat]] for seat, name in enumerate(players)],
+    }
+
+
 def game_end(row: StoredEvent, leaf: TournamentLeaf) -> GameEnd | None:
     """The :class:`GameEnd` of ``leaf`` from its stored ``row`` (the row at the leaf's version); ``None``
     when that row is not a ``GameEnded`` (an imported game's last record line binds no result).
@@ -152,10 +179,12 @@ def site_files(site: Site) -> dict[str, bytes]:
         else {
             "note": previous.note,
             "consistency": None if previous.consistency is None else dict(previous.consistency),
+            "file": PREVIOUS,
+            "consistency_file": CONSISTENCY,
         },
     }
-    files["index.html"] = _index(site, rows).encode()
-    files["check.html"] = _check(site, data).encode()
+    files["index.html"] = _index(site, rows, data).encode()
+    files["check.html"] = _check(site, data, rows).encode()
     return files
 
 
@@ -171,10 +200,9 @@ def _paths(number: int) -> dict[str, str]:
 def _leaf_json(game: SiteGame) -> dict[str, object]:
     """The leaf's inputs, its bytes and hash, and the row that binds the result (see :class:`GameEnd`)."""
     assert game.inclusion is not None
-    given = game.inclusion["leaf"]
-    leaf = TournamentLeaf(given["game_id"], given["version"], bytes.fromhex(given["head_hash"]))
+    leaf = TournamentLeaf.from_json(game.inclusion["leaf"])
     return {
-        **given,
+        **leaf.to_json(),
         "leaf": leaf.encode().hex(),
         "leaf_hash": leaf.hash().hex(),
         "end": None if game.end is None else game.end.to_json(),
@@ -194,18 +222,23 @@ def _game_row(game: SiteGame, paths: Mapping[str, str]) -> dict[str, Any]:
         "replay": paths["replay"] if game.replay is not None else None,
         "proof_file": paths["proof"] if game.inclusion is not None else None,
         "proof": None if game.inclusion is None else dict(game.inclusion),
-        "end": None if game.end is None else game.end.to_json(),
+        "leaf_file": paths["leaf"] if game.inclusion is not None else None,
+        "leaf": None if game.inclusion is None else _leaf_json(game),
     }
 
 
-def _index(site: Site, rows: Sequence[Mapping[str, Any]]) -> str:
-    stylesheet = templates().get_template("site_style.css.j2").render()
+def _index(site: Site, rows: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> str:
+    stylesheet, script = (
+        templates().get_template(name).render() for name in ("site_style.css.j2", "site_check.js.j2")
+    )
     return (
         templates()
         .get_template("site_index.html.j2")
         .render(
-            policy=Markup(content_policy(scripts=(), styles=(stylesheet,))),
+            policy=Markup(content_policy(scripts=(script,), styles=(stylesheet,), read_site=True)),
             stylesheet=Markup(stylesheet),
+            script=Markup(script),
+            data=data,
             tournament=site.tournament,
             size=site.size,
             root=site.root_hash.hex(),
@@ -220,7 +253,7 @@ def _index(site: Site, rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
-def _check(site: Site, data: Mapping[str, Any]) -> str:
+def _check(site: Site, data: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
     stylesheet, script = (
         templates().get_template(name).render() for name in ("site_style.css.j2", "site_check.js.j2")
     )
@@ -228,11 +261,12 @@ def _check(site: Site, data: Mapping[str, Any]) -> str:
         templates()
         .get_template("site_check.html.j2")
         .render(
-            policy=Markup(content_policy(scripts=(script,), styles=(stylesheet,))),
+            policy=Markup(content_policy(scripts=(script,), styles=(stylesheet,), read_site=True)),
             stylesheet=Markup(stylesheet),
             script=Markup(script),
             tournament=site.tournament,
             key=site.keys[0] if site.keys else "",
+            first=next((row for row in rows if row["proof_file"] is not None), None),
             data=data,
             previous=site.previous,
             previous_file=PREVIOUS,

@@ -1,6 +1,6 @@
 """What a tournament's checkpoint is made of, read from the store: its finished games, in the order
-they finished, each as ``(game id, version of its GameEnded, head at that version)``; an imported
-record whose game has a winner counts as finished at its last record line.
+they finished, each as ``(game id, version of its GameEnded, head at that version, variant, players)``
+(leaf format 2); an imported record whose game has a winner counts as finished at its last record line.
 
 Heads are recomputed from the events and must equal the stored chain (``ChainBroken`` otherwise); a
 tournament no game names is ``UnknownTournament``. docs/DESIGN.md ("Merkle trees and tournaments") says
@@ -9,12 +9,13 @@ why only finished games are leaves.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from service.checkpoints import TournamentLeaf
 from service.checkpoints.receipts import recomputed_heads
 from service.domain.catalogue import decode_entry
-from service.domain.entries import RecordImported
+from service.domain.entries import RecordImported, RecordLine
 from service.store import EventStore, StoredEvent
 
 #: Games are listed a page at a time (the catalogue's own limit).
@@ -69,12 +70,14 @@ async def tournament_leaves(store: EventStore, tournament_id: str) -> list[Tourn
             heads = recomputed_heads(game.game_id, rows)
             end = imported_end(rows)
             if end is not None:
-                leaf = TournamentLeaf(game.game_id, end, heads[end - 1])
+                variant, players = _seats(rows)
+                leaf = TournamentLeaf(game.game_id, end, heads[end - 1], variant, players)
                 ended.append((rows[end - 1].position, leaf))
                 continue
             for row in rows:
                 if row.type == "GameEnded":
-                    leaf = TournamentLeaf(game.game_id, row.version, heads[row.version - 1])
+                    variant, players = _seats(rows)
+                    leaf = TournamentLeaf(game.game_id, row.version, heads[row.version - 1], variant, players)
                     ended.append((row.position, leaf))
                     break
         if len(page) < _PAGE:
@@ -98,3 +101,22 @@ def imported_end(rows: list[StoredEvent]) -> int | None:
     if imported.outcome.get("winner") is None or last > len(rows):
         return None
     return last
+
+
+def _seats(rows: list[StoredEvent]) -> tuple[str, tuple[str, ...]]:
+    """The game's variant and its players by seat, as its first row holds them (a played game's
+    ``GameCreated``) or its record's header line (an imported game's): what a format-2 leaf signs."""
+    first = rows[0]
+    try:
+        if first.type == "GameCreated":
+            header = first.payload
+        else:  # imported: the header is the record's first line that is neither blank nor a comment
+            lines = (decode_entry(row.type, row.payload) for row in rows[1:] if row.type == "RecordLine")
+            texts = (line.text.strip() for line in lines if isinstance(line, RecordLine))
+            header = json.loads(next(text for text in texts if text and not text.startswith("#")))
+        variant, players = header["variant"], header["players"]
+        if not isinstance(variant, str) or not isinstance(players, list):
+            raise ValueError("no variant and players")
+        return variant, tuple(str(name) for name in players)
+    except (ValueError, KeyError, StopIteration) as bad:
+        raise ChainBroken(f"game {first.game_id}: its players cannot be read: {bad!r}") from None

@@ -96,6 +96,12 @@ def register(commands: Any) -> None:
     check.add_argument("--checkpoint", type=Path, required=True, metavar="FILE", help="the signed checkpoint")
     check.add_argument("--proof", type=Path, required=True, metavar="FILE", help="the proof (JSON)")
     check.add_argument("--old-checkpoint", type=Path, metavar="FILE", help="the earlier checkpoint")
+    check.add_argument(
+        "--leaf",
+        type=Path,
+        metavar="FILE",
+        help="a published site's leaves/NNN.json: also rebuild the game's result from the row it ended at",
+    )
     _key_options(check)
     check.set_defaults(run=_check_proof)
 
@@ -287,11 +293,10 @@ def consistency_to_json(
 
 def inclusion_to_json(tournament_id: str, inclusion: GameInclusion) -> dict[str, Any]:
     """An inclusion proof as the JSON ``prove`` prints and ``check-proof`` reads."""
-    leaf = inclusion.leaf
     return {
         "kind": "inclusion",
         "tournament": tournament_id,
-        "leaf": {"game_id": leaf.game_id, "version": leaf.version, "head_hash": leaf.head_hash.hex()},
+        "leaf": inclusion.leaf.to_json(),
         "index": inclusion.index,
         "size": inclusion.size,
         "proof": [step.hex() for step in inclusion.proof],
@@ -319,15 +324,21 @@ def _check_proof(args: argparse.Namespace) -> int:
         )
         service = receipt.log_signatures[0].name
         if proof["kind"] == "inclusion":
-            leaf = proof["leaf"]
             inclusion = GameInclusion(
-                TournamentLeaf(leaf["game_id"], leaf["version"], bytes.fromhex(leaf["head_hash"])),
+                TournamentLeaf.from_json(proof["leaf"]),
                 proof["index"],
                 proof["size"],
                 _hashes(proof["proof"]),
             )
             verify_game_in_tournament(receipt, inclusion, service=service, tournament_id=tournament)
+            result = None if args.leaf is None else _leaf_result(args.leaf, inclusion.leaf)
             print(f"game {inclusion.leaf.game_id} is game {inclusion.index + 1} of the {receipt.size} signed")
+            if inclusion.leaf.players is not None:
+                seats = ", ".join(f"{seat} {name}" for seat, name in enumerate(inclusion.leaf.players))
+                print(f"  {inclusion.leaf.variant}, players by seat: {seats}")
+            if result is not None:
+                scores = ", ".join(f"{name} {total}" for name, total in result["scores"])
+                print(f"  result (from the row it ended at): {result['winner']} won ({scores})")
             return EXIT_OK
         if args.old_checkpoint is None:
             raise Refused("a consistency proof is checked against --old-checkpoint and --checkpoint")
@@ -347,6 +358,27 @@ def _check_proof(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     except (ValueError, KeyError, TypeError) as bad:
         raise Refused(f"unreadable proof: {bad}") from None
+
+
+def _leaf_result(path: Path, leaf: TournamentLeaf) -> dict[str, Any]:
+    """The result a site's leaf file binds to ``leaf`` (the proof's, checked): its inputs must be the
+    proof's, and its row must hash to the head; :class:`CheckpointError` otherwise."""
+    from service.audit.site import signed_result
+
+    given = json.loads(read_small(path))
+    if not isinstance(given, dict):
+        raise ValueError(f"{path} is not a leaf file")
+    inputs = {key: value for key, value in given.items() if key not in ("leaf", "leaf_hash", "end")}
+    if TournamentLeaf.from_json(inputs) != leaf:
+        raise CheckpointError(f"{path} is not the leaf of the proof (its game, version, head or players)")
+    if given.get("leaf") != leaf.encode().hex() or given.get("leaf_hash") != leaf.hash().hex():
+        raise CheckpointError(f"{path}: its leaf bytes or leaf hash are not its inputs'")
+    if given.get("end") is None:
+        raise CheckpointError(f"{path} binds no result (an imported game's leaf is its last record line)")
+    try:
+        return signed_result(leaf, given["end"])
+    except ValueError as bad:
+        raise CheckpointError(f"{path}: {bad}") from None
 
 
 def _cosign(args: argparse.Namespace) -> int:

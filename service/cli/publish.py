@@ -15,18 +15,19 @@ import asyncio
 import dataclasses
 import functools
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from service.checkpoints import (
     KEY_ENV,
     GameInclusion,
-    MerkleTree,
     NoteError,
     NoteVerificationError,
     ProofError,
     Receipt,
     Signer,
+    TournamentLeaf,
     open_checkpoint,
     tournament_checkpoint,
     tournament_origin,
@@ -110,12 +111,20 @@ def _previous_checkpoint(out: Path, signer: Signer, tournament: str) -> Receipt 
     return previous
 
 
-def _history(previous: Receipt, tree: MerkleTree, root: bytes, tournament: str, out: Path) -> Previous:
+def _format_1(leaves: Sequence[TournamentLeaf]) -> list[TournamentLeaf]:
+    """``leaves`` as leaf format 1 signed them (id, version, head): to recognise a checkpoint of before."""
+    return [TournamentLeaf(leaf.game_id, leaf.version, leaf.head_hash) for leaf in leaves]
+
+
+def _history(
+    previous: Receipt, leaves: Sequence[TournamentLeaf], root: bytes, tournament: str, out: Path
+) -> Previous:
     """The previous checkpoint and the consistency proof from it to ``tree``'s head ``root``, checked
     here (``prove`` would prove from any size, whatever root was signed at it); :class:`Refused` when the
     new tree does not extend the old one, rather than publish a site that hides its history."""
     from service.audit.site import Previous
 
+    tree = tournament_tree(leaves)
     old, size = previous.size, tree.size
     where = f"the previous checkpoint in {out} ({old} games)"
     if old > size:
@@ -124,6 +133,12 @@ def _history(previous: Receipt, tree: MerkleTree, root: bytes, tournament: str, 
     try:
         verify_consistency(old, size, proof, previous.root_hash, root)
     except ProofError as broken:
+        if tournament_tree(_format_1(leaves[:old])).root() == previous.root_hash:
+            raise Refused(
+                f"{where} signs the same first {old} games in leaf format 1, before leaves named their "
+                "players: a format-2 tree cannot be proved to extend it; publish into a new folder (the old "
+                "site's checkpoint and proofs still verify as they are)"
+            ) from None
         raise Refused(f"{where} is not a prefix of the tournament's {size}: {broken}") from None
     consistency = None if old in (0, size) else consistency_to_json(tournament, old, size, proof)
     return Previous(previous.note, old, previous.root_hash, consistency)
@@ -146,7 +161,7 @@ async def _publish(
     checkpoint = tournament_checkpoint(signer.name, tournament, leaves)
     tree = tournament_tree(leaves)
     history = (
-        None if previous is None else _history(previous, tree, checkpoint.root_hash, tournament, args.out)
+        None if previous is None else _history(previous, leaves, checkpoint.root_hash, tournament, args.out)
     )
     listed: list[queries.TournamentGame] = []
     while True:
@@ -212,7 +227,7 @@ async def _game(
     from service.audit.game_report import GameReport
     from service.audit.log import LogError
     from service.audit.replay_html import game_replay_html
-    from service.audit.site import SiteGame, game_end
+    from service.audit.site import SiteGame, game_end, signed_result
     from service.records.record import RecordError
 
     summary = report.summary()
@@ -233,17 +248,13 @@ async def _game(
             end = game_end(rows[proved.leaf.version - 1], proved.leaf)
         except ValueError as moved:  # the game changed since its leaf was read: publish again
             raise Refused(str(moved)) from None
-        if end is not None:  # the result the signed row holds, not the read models' (they may lag)
-            payload = rows[proved.leaf.version - 1].payload
-            players = game.players
-            result = {
-                "winner": players[payload["winner"]],
-                "scores": [[name, payload["scores"][seat]] for seat, name in enumerate(players)],
-            }
+        if end is not None:  # the signed row's result, by the signed names: not the read models'
+            result = signed_result(proved.leaf, end.to_json())
+    leaf = None if proved is None else proved.leaf
     return SiteGame(
         game_id=game.game_id,
-        variant=game.variant,
-        players=tuple(game.players),
+        variant=game.variant if leaf is None else leaf.variant,
+        players=tuple(game.players) if leaf is None or leaf.players is None else leaf.players,
         status=_status(game),
         result=result,
         verified=summary.valid,

@@ -181,7 +181,13 @@ async def test_tournament_checkpoints_and_proofs_check_with_the_published_key_al
     for index, game_id in enumerate(games):
         proof = await checkpoints.ProveGame(cp.ProveGameRequest(tournament_id="spring", game_id=game_id))
         inclusion = GameInclusion(
-            TournamentLeaf(proof.game_id, proof.version, bytes.fromhex(proof.head_hash)),
+            TournamentLeaf(
+                proof.game_id,
+                proof.version,
+                bytes.fromhex(proof.head_hash),
+                proof.variant,
+                tuple(proof.players),
+            ),
             proof.index,
             proof.size,
             tuple(bytes.fromhex(step) for step in proof.proof),

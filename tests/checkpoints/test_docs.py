@@ -26,3 +26,6 @@ def test_the_documented_examples_are_what_the_code_makes() -> None:
         assert f"```\n{shown}```" in doc or f"\n{shown}\n" in doc, shown
     leaf = games[2].encode().hex()  # 2-byte length, 18-byte id, 8-byte version, 32-byte head
     assert f"`{leaf[:4]} {leaf[4:10]}…{leaf[36:40]} {leaf[40:56]} {leaf[56:62]}…{leaf[-4:]}`" in doc
+    named = TournamentLeaf(games[2].game_id, 53, games[2].head_hash, "classic", ("ann", "bob", "cy")).encode()
+    assert named.hex() == "ff02" + leaf + "0007636c6173736963" + "03" + "0003616e6e0003626f6200026379"
+    assert "ff02 0012 737072…2d33 0000000000000035 9844a8…2fd7 0007 636c6173736963 03 0003 616e6e" in doc

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1duno/audit/v1/checkpoint.proto\x12\x0cuno.audit.v1\"\x1a\n\x18GetCheckpointKeysRequest\"T\n\rCheckpointKey\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x14\n\x0cverifier_key\x18\x03 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x04 \x01(\x08\";\n\x0e\x43heckpointKeys\x12)\n\x04keys\x18\x01 \x03(\x0b\x32\x1b.uno.audit.v1.CheckpointKey\"\'\n\x14GetCheckpointRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"7\n\x1eGetTournamentCheckpointRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"Q\n\x10SignedCheckpoint\x12\x0c\n\x04note\x18\x01 \x01(\t\x12\x0e\n\x06origin\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x03\x12\x11\n\troot_hash\x18\x04 \x01(\t\"H\n\x10ProveGameRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x03\"\x88\x01\n\x0eInclusionProof\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12\x11\n\thead_hash\x18\x04 \x01(\t\x12\r\n\x05index\x18\x05 \x01(\x03\x12\x0c\n\x04size\x18\x06 \x01(\x03\x12\r\n\x05proof\x18\x07 \x03(\t\"P\n\x17ProveConsistencyRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x10\n\x08old_size\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\"X\n\x10\x43onsistencyProof\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x10\n\x08old_size\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\x12\r\n\x05proof\x18\x04 \x03(\t\"9\n\x14\x43heckReceiptsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08receipts\x18\x02 \x03(\t\"P\n\x0cReceiptCheck\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07verdict\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"O\n\x12\x43heckReceiptsReply\x12\r\n\x05valid\x18\x01 \x01(\x08\x12*\n\x06\x63hecks\x18\x02 \x03(\x0b\x32\x1a.uno.audit.v1.ReceiptCheck2\xa9\x04\n\x11\x43heckpointService\x12Y\n\x11GetCheckpointKeys\x12&.uno.audit.v1.GetCheckpointKeysRequest\x1a\x1c.uno.audit.v1.CheckpointKeys\x12S\n\rGetCheckpoint\x12\".uno.audit.v1.GetCheckpointRequest\x1a\x1e.uno.audit.v1.SignedCheckpoint\x12g\n\x17GetTournamentCheckpoint\x12,.uno.audit.v1.GetTournamentCheckpointRequest\x1a\x1e.uno.audit.v1.SignedCheckpoint\x12I\n\tProveGame\x12\x1e.uno.audit.v1.ProveGameRequest\x1a\x1c.uno.audit.v1.InclusionProof\x12Y\n\x10ProveConsistency\x12%.uno.audit.v1.ProveConsistencyRequest\x1a\x1e.uno.audit.v1.ConsistencyProof\x12U\n\rCheckReceipts\x12\".uno.audit.v1.CheckReceiptsRequest\x1a .uno.audit.v1.CheckReceiptsReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1duno/audit/v1/checkpoint.proto\x12\x0cuno.audit.v1\"\x1a\n\x18GetCheckpointKeysRequest\"T\n\rCheckpointKey\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06key_id\x18\x02 \x01(\t\x12\x14\n\x0cverifier_key\x18\x03 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x04 \x01(\x08\";\n\x0e\x43heckpointKeys\x12)\n\x04keys\x18\x01 \x03(\x0b\x32\x1b.uno.audit.v1.CheckpointKey\"\'\n\x14GetCheckpointRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"7\n\x1eGetTournamentCheckpointRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\"Q\n\x10SignedCheckpoint\x12\x0c\n\x04note\x18\x01 \x01(\t\x12\x0e\n\x06origin\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x03\x12\x11\n\troot_hash\x18\x04 \x01(\t\"H\n\x10ProveGameRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0c\n\x04size\x18\x03 \x01(\x03\"\xbf\x01\n\x0eInclusionProof\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12\x11\n\thead_hash\x18\x04 \x01(\t\x12\r\n\x05index\x18\x05 \x01(\x03\x12\x0c\n\x04size\x18\x06 \x01(\x03\x12\r\n\x05proof\x18\x07 \x03(\t\x12\x13\n\x0bleaf_format\x18\x08 \x01(\x05\x12\x0f\n\x07variant\x18\t \x01(\t\x12\x0f\n\x07players\x18\n \x03(\t\"P\n\x17ProveConsistencyRequest\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x10\n\x08old_size\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\"X\n\x10\x43onsistencyProof\x12\x15\n\rtournament_id\x18\x01 \x01(\t\x12\x10\n\x08old_size\x18\x02 \x01(\x03\x12\x0c\n\x04size\x18\x03 \x01(\x03\x12\r\n\x05proof\x18\x04 \x03(\t\"9\n\x14\x43heckReceiptsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x10\n\x08receipts\x18\x02 \x03(\t\"P\n\x0cReceiptCheck\x12\r\n\x05index\x18\x01 \x01(\x05\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0f\n\x07verdict\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"O\n\x12\x43heckReceiptsReply\x12\r\n\x05valid\x18\x01 \x01(\x08\x12*\n\x06\x63hecks\x18\x02 \x03(\x0b\x32\x1a.uno.audit.v1.ReceiptCheck2\xa9\x04\n\x11\x43heckpointService\x12Y\n\x11GetCheckpointKeys\x12&.uno.audit.v1.GetCheckpointKeysRequest\x1a\x1c.uno.audit.v1.CheckpointKeys\x12S\n\rGetCheckpoint\x12\".uno.audit.v1.GetCheckpointRequest\x1a\x1e.uno.audit.v1.SignedCheckpoint\x12g\n\x17GetTournamentCheckpoint\x12,.uno.audit.v1.GetTournamentCheckpointRequest\x1a\x1e.uno.audit.v1.SignedCheckpoint\x12I\n\tProveGame\x12\x1e.uno.audit.v1.ProveGameRequest\x1a\x1c.uno.audit.v1.InclusionProof\x12Y\n\x10ProveConsistency\x12%.uno.audit.v1.ProveConsistencyRequest\x1a\x1e.uno.audit.v1.ConsistencyProof\x12U\n\rCheckReceipts\x12\".uno.audit.v1.CheckReceiptsRequest\x1a .uno.audit.v1.CheckReceiptsReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -46,17 +46,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PROVEGAMEREQUEST']._serialized_start=403
   _globals['_PROVEGAMEREQUEST']._serialized_end=475
   _globals['_INCLUSIONPROOF']._serialized_start=478
-  _globals['_INCLUSIONPROOF']._serialized_end=614
-  _globals['_PROVECONSISTENCYREQUEST']._serialized_start=616
-  _globals['_PROVECONSISTENCYREQUEST']._serialized_end=696
-  _globals['_CONSISTENCYPROOF']._serialized_start=698
-  _globals['_CONSISTENCYPROOF']._serialized_end=786
-  _globals['_CHECKRECEIPTSREQUEST']._serialized_start=788
-  _globals['_CHECKRECEIPTSREQUEST']._serialized_end=845
-  _globals['_RECEIPTCHECK']._serialized_start=847
-  _globals['_RECEIPTCHECK']._serialized_end=927
-  _globals['_CHECKRECEIPTSREPLY']._serialized_start=929
-  _globals['_CHECKRECEIPTSREPLY']._serialized_end=1008
-  _globals['_CHECKPOINTSERVICE']._serialized_start=1011
-  _globals['_CHECKPOINTSERVICE']._serialized_end=1564
+  _globals['_INCLUSIONPROOF']._serialized_end=669
+  _globals['_PROVECONSISTENCYREQUEST']._serialized_start=671
+  _globals['_PROVECONSISTENCYREQUEST']._serialized_end=751
+  _globals['_CONSISTENCYPROOF']._serialized_start=753
+  _globals['_CONSISTENCYPROOF']._serialized_end=841
+  _globals['_CHECKRECEIPTSREQUEST']._serialized_start=843
+  _globals['_CHECKRECEIPTSREQUEST']._serialized_end=900
+  _globals['_RECEIPTCHECK']._serialized_start=902
+  _globals['_RECEIPTCHECK']._serialized_end=982
+  _globals['_CHECKRECEIPTSREPLY']._serialized_start=984
+  _globals['_CHECKRECEIPTSREPLY']._serialized_end=1063
+  _globals['_CHECKPOINTSERVICE']._serialized_start=1066
+  _globals['_CHECKPOINTSERVICE']._serialized_end=1619
 # @@protoc_insertion_point(module_scope)

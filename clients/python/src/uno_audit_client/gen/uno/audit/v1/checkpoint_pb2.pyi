@@ -63,7 +63,7 @@ class ProveGameRequest(_message.Message):
     def __init__(self, tournament_id: _Optional[str] = ..., game_id: _Optional[str] = ..., size: _Optional[int] = ...) -> None: ...
 
 class InclusionProof(_message.Message):
-    __slots__ = ("tournament_id", "game_id", "version", "head_hash", "index", "size", "proof")
+    __slots__ = ("tournament_id", "game_id", "version", "head_hash", "index", "size", "proof", "leaf_format", "variant", "players")
     TOURNAMENT_ID_FIELD_NUMBER: _ClassVar[int]
     GAME_ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,9 @@ class InclusionProof(_message.Message):
     INDEX_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     PROOF_FIELD_NUMBER: _ClassVar[int]
+    LEAF_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    VARIANT_FIELD_NUMBER: _ClassVar[int]
+    PLAYERS_FIELD_NUMBER: _ClassVar[int]
     tournament_id: str
     game_id: str
     version: int
@@ -78,7 +81,10 @@ class InclusionProof(_message.Message):
     index: int
     size: int
     proof: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, tournament_id: _Optional[str] = ..., game_id: _Optional[str] = ..., version: _Optional[int] = ..., head_hash: _Optional[str] = ..., index: _Optional[int] = ..., size: _Optional[int] = ..., proof: _Optional[_Iterable[str]] = ...) -> None: ...
+    leaf_format: int
+    variant: str
+    players: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tournament_id: _Optional[str] = ..., game_id: _Optional[str] = ..., version: _Optional[int] = ..., head_hash: _Optional[str] = ..., index: _Optional[int] = ..., size: _Optional[int] = ..., proof: _Optional[_Iterable[str]] = ..., leaf_format: _Optional[int] = ..., variant: _Optional[str] = ..., players: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ProveConsistencyRequest(_message.Message):
     __slots__ = ("tournament_id", "old_size", "size")
