@@ -2,6 +2,6 @@
 
 import sys
 
-from service.cli.main import main
+from service.cli.entry import main
 
 sys.exit(main())

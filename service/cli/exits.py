@@ -20,6 +20,16 @@ class Refused(Exception):
         self.code = code
 
 
+def quiet_interrupt() -> None:
+    """Silence what psycopg and its pool log while an interrupted command unwinds (a query cancelled, a
+    connection discarded): the command says it was interrupted, in one line. Only on this path: the same
+    warnings mean something while a command runs."""
+    import logging
+
+    for name in ("psycopg", "psycopg_pool"):  # the pool logs as psycopg.pool, psycopg_pool in old releases
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 def one_line(error: BaseException) -> str:
     """An error's text on one line (a server's message may span several), or its type's name."""
     return " ".join(str(error).split()) or type(error).__name__

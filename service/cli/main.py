@@ -24,7 +24,7 @@ from service.cli import (
     serve,
     tournaments,
 )
-from service.cli.exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_USAGE, Refused
+from service.cli.exits import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_USAGE, Refused, quiet_interrupt
 from service.cli.options import Parser, installed_version
 from service.ops.embedded import EmbeddedError
 from service.rules.engine_kind import engine_kind
@@ -101,6 +101,7 @@ def _interrupted(command: str) -> int:
     # A second Ctrl-C while exiting (a library's clean-up at exit) ends the process at once and quietly,
     # rather than with a traceback from inside that clean-up.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    quiet_interrupt()  # connections closed at exit: psycopg's warnings about them are no news now
     try:
         sys.stdout.flush()  # what was printed before (bots' partial summary) goes first
     except OSError:  # a reader gone (| head): Python would complain while flushing at exit, as above

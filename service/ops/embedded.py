@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from service.ops.embedded_users import creating_folders, kill_leftovers, library_lock, prune, watch
 from service.ops.logging import logger
 
 
@@ -44,10 +45,15 @@ def embedded_database(
             )
     target = data_dir.resolve()
     first = not (target / "PG_VERSION").exists()
+    watch(target)  # before initdb: a first start killed midway leaves nothing running either
     try:
         if first:
             (on_first_start or _say_first_start)(data_dir)
             _create(target)
+        with library_lock():
+            # A killed user's id, left in the list, would keep every later last user from stopping the
+            # server: with it gone, this process adopts a server left running and stops it when done.
+            prune(target)
         server = get_server(target, cleanup_mode="stop")
     except subprocess.SubprocessError as error:  # initdb or pg_ctl failed: the library logged its output
         said = f"created ({error})" if first else f"started ({error}); its log: {target / 'log'}"
@@ -91,7 +97,8 @@ def _create(target: Path) -> None:
     with PostgresServer._lock:
         if (target / "PG_VERSION").exists():  # another process made it while this one waited
             return
-        for leftover in target.parent.glob(_creating(target) + "*"):
+        for leftover in creating_folders(target):
+            kill_leftovers(leftover)  # a killed start's initdb may still be at work in it
             shutil.rmtree(leftover, ignore_errors=True)
         if target.exists() and any(target.iterdir()):
             if not _half_made(target):
@@ -99,6 +106,7 @@ def _create(target: Path) -> None:
                     f"{target} holds files but no database (no PG_VERSION): move them away, or give "
                     "another --data-dir"
                 )
+            kill_leftovers(target)
             shutil.rmtree(target)  # an interrupted initdb's, from before the starts were atomic
         fresh = Path(tempfile.mkdtemp(dir=target.parent, prefix=_creating(target)))
         try:
