@@ -20,6 +20,7 @@ import pytest
 
 from service.cli.exits import quiet_interrupt
 from service.ops.embedded_users import creating_folders
+from tests import tiers
 
 pytestmark = pytest.mark.timeout(240)
 UNO_AUDIT = Path(sys.executable).with_name("uno-audit")
@@ -74,6 +75,7 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
 
 @needs_script
 def test_a_killed_serve_leaves_no_server_behind(embedded_dir: Path) -> None:
+    tiers.full_only("a killed serve, then two embedded starts and stops")
     data_dir = (embedded_dir / "data").resolve()
     killed = _serve(data_dir)
     _kill_group(killed)  # SIGKILL: serve and its worker, no clean-up of theirs
@@ -116,6 +118,7 @@ def test_a_stale_user_is_pruned_so_the_last_user_stops_the_server(embedded_dir: 
 
 
 def test_a_first_start_killed_during_initdb_leaves_nothing_running(embedded_dir: Path) -> None:
+    tiers.full_only("a first start killed during initdb")
     data_dir = (embedded_dir / "data").resolve()
     code = f"import pathlib, service.ops.embedded as e; e.embedded_database(pathlib.Path({str(data_dir)!r}))"
     # Not its group: SIGKILL to the starting process alone, as `kill -9 PID` does; initdb is left.
