@@ -16,6 +16,7 @@ import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 import structlog
 from psycopg.conninfo import make_conninfo
@@ -132,6 +133,18 @@ class ServiceLogin:
 @pytest.fixture(scope="session")
 def service_login(migrated_template: str) -> ServiceLogin:
     return ServiceLogin()
+
+
+@pytest.fixture
+def may_read_stats(postgres_url: str) -> Iterator[None]:
+    """The service's login may read the standbys' positions (``pg_read_all_stats``), as
+    ``serve --require-sync-standby`` needs, for the test."""
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("GRANT pg_read_all_stats TO uno_audit_service")
+        try:
+            yield
+        finally:
+            conn.execute("REVOKE pg_read_all_stats FROM uno_audit_service")
 
 
 @pytest.fixture

@@ -7,10 +7,9 @@ acknowledged. The positive case, with a real standby, is tests/ha/test_sync_guar
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import grpc
-import psycopg
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
@@ -24,16 +23,6 @@ from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 from .support import ADMIN_TOKEN, error_info, fails, new_id
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def may_read_stats(postgres_url: str) -> Iterator[None]:
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("GRANT pg_read_all_stats TO uno_audit_service")
-        try:
-            yield
-        finally:
-            conn.execute("REVOKE pg_read_all_stats FROM uno_audit_service")
 
 
 @pytest.fixture

@@ -8,9 +8,8 @@ and never as a false success. The positive case, with a real standby, is tests/h
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
@@ -19,17 +18,6 @@ from service.store import EventStore, NotReplicated, StoreError
 from .support import new_game, played, request_hash
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def may_read_stats(postgres_url: str) -> Iterator[None]:
-    """The service's login may read the standbys' positions (``pg_read_all_stats``), for this test."""
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute("GRANT pg_read_all_stats TO uno_audit_service")
-        try:
-            yield
-        finally:
-            conn.execute("REVOKE pg_read_all_stats FROM uno_audit_service")
 
 
 async def _service_url(database_url: str, service_login: object, synchronous_commit: str = "on") -> str:
