@@ -836,14 +836,16 @@ async def test_the_report_says_which_catch_a_dispute_ruling_judged(
     at = disputed.CATCH_POSITION
     assert recorded.endswith(
         f"by ann: uno-catch by cy at position {at}: 'cy caught me, not bob'; ruled at position "
-        f"{rulings[at].ruled_at} on the uno-catch recorded at position {at}: penalty [uno.catch], by bob "
-        f"against ann; NOT AS NAMED: by cy named, but the uno-catch recorded at position {at} is by bob "
-        "against ann"
+        f"{rulings[at].ruled_at} on the uno-catch recorded at position {at} [uno.catch]: the dispute "
+        "turns on what the table applied, which the record does not say: bob's catch of ann earned the UNO "
+        "penalty by the rules; had the table done otherwise, remedy: ann takes the UNO penalty now; NOT AS "
+        f"NAMED: by cy named, but the uno-catch recorded at position {at} is by bob against ann"
     )
     at = disputed.CATCH_PLAY_POSITION
     assert described.endswith(
         f"ruled at position {rulings[at].ruled_at} on the uno-catch described, as made right after position "
-        f"{at} (none is recorded there): penalty [uno.catch], by cy against ann"
+        f"{at} (none is recorded there) [uno.catch]: the dispute is upheld: cy's catch of ann would have "
+        "earned the UNO penalty by the rules; remedy: ann takes the UNO penalty now"
     )
 
 

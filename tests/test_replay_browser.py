@@ -267,6 +267,16 @@ async def test_a_disputed_catch_is_stepped_to_and_ruled_in_words(
     _step_to(page, "position 11")
     here = page.find_element(By.ID, "here")
     assert "ann gives back the 2 cards (B8 B9) taken as the penalty" in here.text
+    # The catch's ruling and the dispute of it are both here: the rule's sentence is quoted once, and the
+    # dispute's ruling says what it decided of the dispute, not the catch's bare verdict.
+    assert len(here.find_elements(By.CSS_SELECTOR, '[data-rule="uno.catch.invalid"]')) == 1
+    decided = here.find_element(By.CSS_SELECTOR, ".decision")
+    assert decided.get_attribute("data-outcome") == "upheld"
+    assert decided.text == (
+        "ruled at position 14: the dispute is upheld: bob's catch of ann earned no penalty by the rules "
+        "(window closed at position 10), but the table gave the penalty; remedy: ann gives back the cards "
+        "taken as the UNO penalty"
+    )
     assert "THE TABLE APPLIED SOMETHING ELSE" not in page.page_source
     # The dispute's filing and its ruling are positions of their own, marked on the timeline.
     _press(page, Keys.ARROW_RIGHT)

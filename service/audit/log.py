@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from service.audit.decision import DisputeOutcome, decision, outcome_of
 from service.domain.catalogue import CATALOGUE, CatalogueError, Group, decode_entry, decode_event, type_name
 from service.domain.entries import (
     DisputeFiled,
@@ -28,6 +29,7 @@ from service.domain.entries import (
 )
 from service.records.export import record_from_steps
 from service.records.record import GameRecord, RecordHeader, RoundBlock, read_record, write_record
+from service.records.report import Ruling
 from service.rules.commands import (
     Accept,
     CallUno,
@@ -93,17 +95,21 @@ class LogError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Dispute:
-    """A dispute as the log tells it: the filing, and the ruling once there is one."""
+    """A dispute as the log tells it: the filing, and the ruling once there is one; ``outcome``, what the
+    ruling decided of the dispute, once the report has settled it (:meth:`settled`:
+    it needs the table's part, which the ruling entry does not hold)."""
 
     filed_at: int
     filed: DisputeFiled
     ruled_at: int | None = None
     ruling: DisputeRuled | None = None
+    outcome: DisputeOutcome | None = None
 
     def to_json(self, players: Sequence[str]) -> dict[str, Any]:
         """The dispute as a report lists it: ``filer`` is who filed it; ``by`` and ``target`` are the
         catcher (challenger) and the caught player it names, if any, as in the rulings. Seats are given
-        by name (a seat the names do not cover: the filer's number, else ``None``)."""
+        by name (a seat the names do not cover: the filer's number, else ``None``). A settled ruling adds
+        ``outcome`` and ``decision`` (:mod:`service.audit.decision`) to the entry's fields."""
         filed = self.filed
 
         def named(seat: int | None) -> str | None:
@@ -120,8 +126,36 @@ class Dispute:
             "claim": filed.claim,
             "status": "ruled" if self.ruling is not None else "open",
             "ruled_at": self.ruled_at,
-            "ruling": dataclasses.asdict(self.ruling) if self.ruling is not None else None,
+            "ruling": self._ruling_json(),
         }
+
+    def _ruling_json(self) -> dict[str, Any] | None:
+        if self.ruling is None:
+            return None
+        shown = dataclasses.asdict(self.ruling)
+        if self.outcome is not None:
+            shown["outcome"] = self.outcome.value
+            shown["decision"] = self.decided()
+        return shown
+
+    def settled(self, rulings: Iterable[Ruling]) -> Dispute:
+        """This dispute with its outcome, once ruled: whether the table applied the verdict comes from the
+        report's ruling on the catch or challenge the log holds at the ruled position (``rulings``, in
+        positions); a dispute not ruled, or already settled, is returned as it is."""
+        ruled = self.ruling
+        if ruled is None or self.outcome is not None:
+            return self
+        kind = self.filed.kind
+        applied_ok = next(
+            (r.applied_ok for r in rulings if r.at == ruled.position and r.kind.value == kind), None
+        )
+        return dataclasses.replace(self, outcome=outcome_of(ruled.verdict, ruled.recorded, applied_ok))
+
+    def decided(self) -> str | None:
+        """What the ruling decided, in words (``None``: not ruled, or not settled)."""
+        if self.ruling is None or self.outcome is None:
+            return None
+        return decision(self.filed.kind, self.ruling, self.outcome)
 
 
 def collect_disputes(entries: Iterable[tuple[int, Entry]]) -> list[Dispute]:

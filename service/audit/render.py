@@ -281,13 +281,13 @@ def _dispute_line(dispute: Dispute, players: Sequence[str]) -> str:
     ruling = dispute.ruling
     if ruling is None:
         return f"{head}; open"
-    why = f" ({ruling.reason})" if ruling.reason else ""
     mismatch = f"; NOT AS NAMED: {ruling.mismatch}" if ruling.mismatch else ""
     judged = _judged(filed.kind, ruling.position, ruling.recorded)
-    return (
-        f"{head}; ruled at position {dispute.ruled_at} on {judged}: {ruling.verdict} [{ruling.rule}]{why}, "
-        f"by {ruling.by or '-'} against {ruling.against or '-'}{mismatch}"
-    )
+    decided = dispute.decided()
+    if decided is None:  # a report that could not settle it (the log does not read as a game)
+        why = f" ({ruling.reason})" if ruling.reason else ""
+        decided = f"{ruling.verdict}{why}, by {ruling.by or '-'} against {ruling.against or '-'}"
+    return f"{head}; ruled at position {dispute.ruled_at} on {judged} [{ruling.rule}]: {decided}{mismatch}"
 
 
 # --- adjudication and verify --all -----------------------------------------------------------------------

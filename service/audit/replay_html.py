@@ -20,6 +20,7 @@ from typing import Any, cast
 import jinja2
 from markupsafe import Markup
 
+from service.audit.decision import DisputeOutcome
 from service.audit.game_report import GameReport
 from service.audit.log import Dispute, GameLog, LogError
 from service.audit.pages import content_policy, templates
@@ -276,6 +277,14 @@ def _cited(data: Mapping[str, Any]) -> set[str]:
     return cited
 
 
+#: What a ruling decided of its dispute, in the title of its step.
+_RULED = {
+    DisputeOutcome.UPHELD: "upheld",
+    DisputeOutcome.REJECTED: "rejected",
+    DisputeOutcome.CONDITIONAL: "upheld only if the table did otherwise than the rules require",
+}
+
+
 def _with_dispute_steps(
     steps: list[dict[str, object]], disputes: Sequence[Dispute], unit: str, players: Sequence[str]
 ) -> list[dict[str, object]]:
@@ -289,7 +298,9 @@ def _with_dispute_steps(
         extra.append({"at": dispute.filed_at, "entry": "filed", "what": what})
         if dispute.ruling is not None and dispute.ruled_at is not None:
             ruling = dispute.ruling
-            what = f"the adjudicator rules on {shown['filer']}'s dispute: {ruling.verdict} [{ruling.rule}]"
+            # The dispute's outcome, not the verdict: "no-penalty" here read as the dispute's refusal.
+            said = ruling.verdict if dispute.outcome is None else _RULED[dispute.outcome]
+            what = f"the adjudicator rules on {shown['filer']}'s dispute: {said} [{ruling.rule}]"
             extra.append({"at": dispute.ruled_at, "entry": "ruled", "what": what})
     if not extra:
         return steps

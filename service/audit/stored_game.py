@@ -154,7 +154,8 @@ def verify_game(
         _replay_section(log, judged, divergence),
         projections,
         logged.header.players,
-        tuple(log.disputes()),
+        # Each ruling with what it decided of its dispute, which needs what the table applied.
+        tuple(dispute.settled(rules.rulings) for dispute in log.disputes()),
         unreadable_entries,
     )
 
