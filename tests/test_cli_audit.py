@@ -463,7 +463,7 @@ async def test_an_imported_record_exports_byte_for_byte(
 
 
 async def test_an_imported_record_gets_seat_tokens_and_verifies(
-    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str
+    capsys: pytest.CaptureFixture[str], store: EventStore, database_url: str, tmp_path: Path
 ) -> None:
     name = "classic_wd4_upheld"
     header = read_record((RECORDS / f"{name}.jsonl").read_text(encoding="utf-8")).header
@@ -488,14 +488,11 @@ async def test_an_imported_record_gets_seat_tokens_and_verifies(
         (r["line"] + 1, r["kind"], r["verdict"]) for r in wanted["rulings"]
     ]
 
+    # Another game's record (another text: a comment line more) goes into the tournament it names.
+    another = tmp_path / f"{name}.jsonl"
+    another.write_text((RECORDS / f"{name}.jsonl").read_text(encoding="utf-8") + "# another game\n")
     code, out, _ = await cli(
-        capsys,
-        "import",
-        str(RECORDS / f"{name}.jsonl"),
-        "--tournament",
-        "cup",
-        "--database-url",
-        database_url,
+        capsys, "import", str(another), "--tournament", "cup", "--database-url", database_url
     )
     assert code == 0
     assert "shown once" in out

@@ -370,7 +370,8 @@ class AuditService(pb_grpc.AuditServiceServicer):
         )
         if imported.duplicate:
             raise AlreadyExists(
-                "this command id already imported the record; its seat tokens were shown once, not again",
+                f"the record was imported before, as game {imported.game_id} (this command id's import, or "
+                "another of the same text); its seat tokens were shown once, not again",
                 reason="GAME_EXISTS",
                 game_id=imported.game_id,
             )

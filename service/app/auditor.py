@@ -19,7 +19,7 @@ from typing import Protocol, TypeVar
 import structlog
 from psycopg import errors as pg_errors
 
-from service.app.runner import Appended, Decision, ExistingStream, Head, Ran, Unchanged, Writer, create_stream
+from service.app.runner import Appended, Decision, Head, Ran, Unchanged, Writer, ledger_mismatch_refused
 from service.audit.game_report import Adjudication, GameReport, Unverified
 from service.audit.ledger import Beside
 from service.audit.log import Dispute, GameLog, LogError, collect_disputes, export_text, record_sha256
@@ -38,12 +38,13 @@ from service.domain.entries import (
 )
 from service.domain.errors import InvalidInput, NotFound, Precondition, ServiceError
 from service.domain.limits import MAX_RECORD_BYTES, free_text
+from service.ops import metrics
 from service.records.record import FORMAT, RecordError, read_record
 from service.records.report import RulesReport
 from service.records.verify import verify_record
 from service.rules.events import Event
 from service.rules.options import OptionError, make_options
-from service.store import AppendResult, EventStore, NewEvent, StoredEvent
+from service.store import CommandReused, EventStore, GameExists, NewEvent, StoredEvent
 from service.store.clients import ADMIN_CLIENT
 
 _log = structlog.get_logger(__name__)
@@ -71,7 +72,8 @@ class ReadModelCheck(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Imported:
-    """An imported record: the new game, its version, and the verifier's report at import."""
+    """An imported record: its game, its version, and the verifier's report at import. ``duplicate``:
+    the record (by its SHA-256) was imported before, as this game; no seat token was made now."""
 
     game_id: str
     players: tuple[str, ...]
@@ -448,6 +450,9 @@ class Auditor:
         not); rule violations are not refused: the verifier's report at import says what they are, and the
         game can be verified, disputed and ruled on like any other. ``seat_token_hashes(n)`` gives the
         hashes of the *n* new seat tokens.
+
+        A record whose text (its SHA-256) was imported before is that game: it is answered
+        (``duplicate``), not stored again, and its seat tokens are not made again.
         """
         if len(text.encode("utf-8")) > MAX_RECORD_BYTES:
             raise InvalidInput("record", f"a record has at most {MAX_RECORD_BYTES} bytes (4 MiB)")
@@ -464,39 +469,42 @@ class Auditor:
         final_newline = lines[-1] == ""
         if final_newline:
             lines.pop()
-        entries: list[Entry] = [
-            RecordImported(FORMAT, record_sha256(text), len(lines), final_newline, outcome)
-        ]
+        sha256 = record_sha256(text)
+        entries: list[Entry] = [RecordImported(FORMAT, sha256, len(lines), final_newline, outcome)]
         entries += [RecordLine(number, line) for number, line in enumerate(lines, start=1)]
         header = record.header
-
-        async def write(game_id: str) -> AppendResult:
-            return await self.store.create_game(
-                game_id,
-                variant=header.variant.value,
-                players=header.players,
-                tournament_id=tournament_id,
-                seed=header.seed,
-                seat_token_hashes=seat_token_hashes(len(header.players)),
-                command_id=command_id,
-                request_hash=request_hash,
-                events=[NewEvent(*encode(e)) for e in entries],
-                metadata={
-                    "command_id": command_id,
-                    "actor": "adjudicator",
-                    "command": "ImportRecord",
-                    "tournament_id": tournament_id,
-                    "client": ADMIN_CLIENT,
-                },
-                client=ADMIN_CLIENT,
-            )
-
-        created = await create_stream(
-            self.store, command_id=command_id, request_hash=request_hash, write=write
-        )
-        if isinstance(created, ExistingStream):
-            return Imported(created.game_id, header.players, created.version, report, True)
-        return Imported(created.game_id, header.players, created.result.last_version, report, False)
+        # The game's id is the record's fingerprint's: a record imported twice, even by two imports at
+        # once, is one game, which the games table's key keeps unique (no table or index of its own).
+        game_id = imported_game_id(sha256)
+        try:
+            with ledger_mismatch_refused():
+                write = self.store.create_game(
+                    game_id,
+                    variant=header.variant.value,
+                    players=header.players,
+                    tournament_id=tournament_id,
+                    seed=header.seed,
+                    seat_token_hashes=seat_token_hashes(len(header.players)),
+                    command_id=command_id,
+                    request_hash=request_hash,
+                    events=[NewEvent(*encode(e)) for e in entries],
+                    metadata={
+                        "command_id": command_id,
+                        "actor": "adjudicator",
+                        "command": "ImportRecord",
+                        "tournament_id": tournament_id,
+                        "client": ADMIN_CLIENT,
+                    },
+                    client=ADMIN_CLIENT,
+                )
+                result = await metrics.timed_write(write, "create")
+        except CommandReused as reused:
+            raise InvalidInput("command_id", f"already used for another request ({reused})") from None
+        except GameExists:
+            # Imported before, by another command (or this very moment, by a concurrent one): that game.
+            existing = await self.load(game_id)
+            return Imported(game_id, header.players, existing.version, report, True)
+        return Imported(game_id, header.players, result.last_version, report, result.duplicate)
 
     async def _append(
         self,
@@ -557,6 +565,17 @@ async def together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
         if isinstance(outcome, BaseException):
             raise outcome
     return one, two  # type: ignore[return-value]
+
+
+def imported_game_id(sha256: str) -> str:
+    """The id of the game a record is imported as: a name-based UUID (RFC 9562 version 5) of its
+    text's SHA-256, so that the same text is always the same game."""
+    return str(uuid.uuid5(_IMPORTS, sha256))
+
+
+#: The namespace of imported games' ids (a fixed random UUID: changing it would let a record imported
+#: before the change be imported again as a second game).
+_IMPORTS = uuid.UUID("0c5b7d0e-3f0a-4d59-8a51-2f3e8b9d6c14")
 
 
 def _find_dispute(log: GameLog, dispute_id: str) -> Dispute:

@@ -217,9 +217,12 @@ def import_command(args: argparse.Namespace) -> int:
                 raise Refused(f"{name}: {refused.detail}") from None
             raise
         report = imported.report
+        # A record imported before is that game, whose tokens were shown then: the ones made now are not
+        # stored anywhere, so they are not shown either.
         seats = [
             _Seat(seat, player, token)
             for seat, (player, token) in enumerate(zip(imported.players, tokens, strict=False))
+            if not imported.duplicate
         ]
         if args.json:
             print_json(
@@ -255,12 +258,10 @@ class _Seat:
 def _human_import(
     name: str, game_id: str, version: int, seats: list[_Seat], report: RulesReport, duplicate: bool
 ) -> str:
-    lines = [
-        f"imported {name} as game {game_id}: {report.variant.value}, {len(report.outcome.scores)} players, "
-        f"version {version}"
-    ]
+    game = f"game {game_id}: {report.variant.value}, {len(report.outcome.scores)} players, version {version}"
+    lines = [f"{name} was imported before, as {game}" if duplicate else f"imported {name} as {game}"]
     if duplicate or not seats:
-        lines.append("the record was imported before; its seat tokens were shown then, not again")
+        lines.append("nothing stored again; its seat tokens were shown at its import, not again")
     else:
         lines.append("seat tokens (shown once: only their hashes are stored; hand each player theirs now):")
         lines.extend(f"  seat {s.seat} {s.player}: {s.token}" for s in seats)

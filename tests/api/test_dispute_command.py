@@ -59,9 +59,12 @@ class Imported:
 @pytest_asyncio.fixture(loop_scope="module")
 async def game(channel: object, tmp_path: Path) -> Imported:
     audit = audit_pb2_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
+    # A game of its own for each test, on the module's server: the same text is imported once, so each
+    # copy differs by a comment line.
+    command_id = new_id()
+    record = f"{RECORD.read_text(encoding='utf-8')}# {command_id}\n"
     reply = await audit.ImportRecord(
-        apb.ImportRecordRequest(command_id=new_id(), record=RECORD.read_text(encoding="utf-8")),
-        metadata=ADMIN,
+        apb.ImportRecordRequest(command_id=command_id, record=record), metadata=ADMIN
     )
     return Imported(reply, tmp_path)
 

@@ -410,9 +410,11 @@ async def test_dispute_lists_are_paged(audit: AuditStub) -> None:
     """Every game's disputes come in pages of at most page_size, by game then filing, each exactly once."""
     text = (RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8")
     filed: list[tuple[str, int]] = []
-    for _ in range(2):
+    for copy in range(2):
+        # Two games: two texts (a record is imported once), a comment line apart.
+        record = text + f"# copy {copy}\n"
         imported = await audit.ImportRecord(
-            apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+            apb.ImportRecordRequest(command_id=new_id(), record=record), metadata=ADMIN
         )
         for _ in range(3):
             dispute = await audit.FileDispute(
@@ -477,9 +479,11 @@ async def test_an_edited_dispute_entry_is_reported_and_hides_no_other_game(
     position named), never INTERNAL; the list of every game still shows the other games' disputes."""
     text = (RECORDS / "classic_uno_catch.jsonl").read_text(encoding="utf-8")
     filed = {}
-    for _ in range(2):
+    for copy in range(2):
+        # Two games: two texts (a record is imported once), a comment line apart.
+        record = text + f"# copy {copy}\n"
         imported = await audit.ImportRecord(
-            apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+            apb.ImportRecordRequest(command_id=new_id(), record=record), metadata=ADMIN
         )
         dispute = await audit.FileDispute(
             apb.FileDisputeRequest(

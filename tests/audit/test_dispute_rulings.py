@@ -59,8 +59,10 @@ FILED_FOR = ANN
 
 
 async def import_record(audit: AuditStub, text: str) -> apb.ImportRecordReply:
+    # A game of its own for each case: the same text is imported once, so each copy differs by a comment.
+    command_id = new_id()
     reply: apb.ImportRecordReply = await audit.ImportRecord(
-        apb.ImportRecordRequest(command_id=new_id(), record=text), metadata=ADMIN
+        apb.ImportRecordRequest(command_id=command_id, record=f"{text}# {command_id}\n"), metadata=ADMIN
     )
     assert [seat.player for seat in reply.seats] == list(PLAYERS)
     return reply
