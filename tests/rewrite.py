@@ -3,7 +3,8 @@ hash from the first edit on recomputed, and the games row kept in step with the 
 so that the chain alone says "intact" (what receipts are for).
 
 ``python -m tests.rewrite --game ID [--database-url OWNER_DSN | --data-dir DIR]``, from the repository's
-root, makes the rewrite of docs/arbiter.md's walk-through: the first two players' names swapped.
+root, makes the rewrite of docs/arbiter.md's walk-through: the first two players' names swapped, and the
+read models rebuilt from the rewritten log, as a thorough forger would, so that they agree with it too.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def swap_two_names(version: int, kind: str, payload: dict[str, Any]) -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     """Swap the first two players' names of a stored game, recomputing the chain, as its owner."""
+    from projections.rebuild import rebuild
     from service.cli.database import database_url
     from service.cli.exits import Refused
 
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with database_url(args) as url:
             events = asyncio.run(rewrite_recomputing_chain(url, args.game, swap_two_names))
+            if events:
+                asyncio.run(rebuild(url, workers=1))
     except Refused as refused:
         print(f"{parser.prog}: {refused}", file=sys.stderr)
         return 2
@@ -110,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     if not events:
         print(f"{parser.prog}: no game {args.game} stored", file=sys.stderr)
         return 2
-    print(f"game {args.game}: the first two players' names swapped, every hash after them recomputed")
+    print(
+        f"game {args.game}: the first two players' names swapped, every hash after them recomputed, "
+        "the read models rebuilt"
+    )
     return 0
 
 

@@ -303,7 +303,13 @@ async def test_a_game_created_after_the_copy_is_lost_on_the_command_line(
         assert (
             words[:2] == ["uno-audit", "verify"] and words[words.index("--receipts") + 1] == "receipts.jsonl"
         )
-        code, out, _ = await cli(capsys, *lost, "--receipts", lost_file)
+        # As written: only its stand-ins replaced, the database named as for a server's (DATABASE_URL).
+        receipts_file("receipts.jsonl", scene.lost_receipts, scene.lost)  # the doc's file, in its folder
+        given = {"9f1e…": scene.lost, "uno-audit.example+…": scene.key}
+        with pytest.MonkeyPatch.context() as scoped:
+            scoped.chdir(tmp_path)
+            scoped.setenv("DATABASE_URL", scene.url)
+            code, out, _ = await cli(capsys, *(given.get(word, word) for word in words[1:]))
         assert code == 1 and not follows(shown, out.splitlines()), out
 
         code, out, _ = await cli(capsys, *lost, "--receipts", lost_file, "--each")
