@@ -1,11 +1,11 @@
 """Every single-file edit of a published site, swept in headless Chromium: each file of the site (the
 checkpoint, the keys, every proof and leaf, both pages with their rows and embedded data, the replays), and
-in each every value a reader could care about (a score, a name, a leaf field, a proof hash, a signature,
-a row's text; every file and row in each tier, of the other values a quarter in the full tier and an
-eighth in the fast one). Each edit is either caught by the page (index.html and check.html say the site does NOT
-verify) or changes nothing the page shows as verified. The site is served over HTTP, where the pages read
-the files they check; the players' names swapped in every file fail too; and a key pinned in check.html's
-address decides whose signature counts (a site re-signed by whoever edits it verifies only unpinned).
+in each the values a reader could care about (a score, a name, a leaf field, a proof hash, a signature, a
+row's text): every row's cell, and a quarter of the other values in the full tier, an eighth in the fast.
+Each edit is either caught by the page (index.html and check.html say the site does NOT verify) or changes
+nothing the page shows as verified. The site is served over HTTP, where the pages read the files they
+check; the names swapped in every file fail too; and a key pinned in check.html's address decides whose
+signature counts (a site re-signed by whoever edits it verifies only unpinned).
 """
 
 from __future__ import annotations
