@@ -154,14 +154,12 @@ def test_ctrl_c_while_importing_is_one_line() -> None:
             # script finding service.cli.entry, before any line of uno-audit ran (docs/cli.md).
             continue
         outcomes.append((delay, process.returncode, err))
-        assert "Traceback" not in err, (delay, err)
-        if process.returncode == -signal.SIGINT:  # before Python installed its handler: no output
-            assert err == ""
-            continue
-        assert process.returncode == 130 and err.splitlines() == ["uno-audit health: interrupted"], (
-            delay,
-            err,
-        )
+        # Never a traceback, at most one line: "interrupted" (exit 130; before the command's name is
+        # known, as "uno-audit: interrupted"), or the command's own answer when the signal came as it
+        # ended, or nothing when the signal beat Python's handler.
+        assert "Traceback" not in err and len(err.splitlines()) <= 1, (delay, err)
+        if process.returncode == 130:
+            assert err.splitlines() in (["uno-audit health: interrupted"], ["uno-audit: interrupted"]), err
     assert outcomes, "every run ended before its Ctrl-C"
 
 
