@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -141,6 +141,10 @@ def request_hash_of(method: str, request: pb_message.Message, caller: Caller) ->
     return digest.digest()
 
 
+#: Who the admin's commands are logged as acting (their metadata's ``actor``): also the name a round
+#: dealt from the admin's fixed deck records as having fixed it (``RoundStarted.fixed_by``).
+ADMIN = "admin"
+
 #: Builds a table command from its request and the seat (or ``"admin"``) it is sent for.
 Build = Callable[[Any, "int | str"], cmd.Command]
 CommandRpc = Callable[["GameService", Any, Context], Awaitable[pb.CommandReply]]
@@ -163,7 +167,7 @@ def dealer_or_admin(caller: Caller, header: pb.CommandHeader) -> int | str:
     """Who starts a round: any seat of the game, or the admin."""
     if caller.spectator:
         raise Unauthenticated("starting a round needs a seat token of this game or the admin")
-    return "admin" if caller.admin else acting_seat(caller, header)
+    return ADMIN if caller.admin else acting_seat(caller, header)
 
 
 def _rejected(fields: dict[str, Any], error: ServiceError) -> dict[str, Any]:
@@ -235,9 +239,17 @@ def command_rpc(
 
 
 def _start_round(request: pb.StartRoundRequest, actor: int | str) -> cmd.Command:
-    if request.fixed_deck and actor != "admin":
+    if not request.fixed_deck:
+        return cmd.StartRound()
+    if actor != ADMIN:
         raise PermissionDenied("only the admin may deal from a fixed deck")
-    return cmd.StartRound(deck=_deck(request.fixed_deck, "fixed_deck") if request.fixed_deck else None)
+    return _fixed_round(request.fixed_deck)
+
+
+def _fixed_round(deck: Sequence[str]) -> cmd.StartRound:
+    """A round dealt from the admin's fixed deck, which its ``RoundStarted`` says (``fixed_by``), so that
+    the verifier reports the deal as the admin's instead of finding it is not the seed's shuffle."""
+    return cmd.StartRound(deck=_deck(deck, "fixed_deck"), fixed_by=ADMIN)
 
 
 def _play(request: pb.PlayRequest, seat: int | str) -> cmd.Command:
@@ -346,7 +358,7 @@ class GameService(pb_grpc.GameServiceServicer):
             if request.fixed_deck:
                 if not caller.admin:
                     raise PermissionDenied("only the admin may deal from a fixed deck")
-                first_round = cmd.StartRound(deck=_deck(request.fixed_deck, "fixed_deck"))
+                first_round = _fixed_round(request.fixed_deck)
             dealer = request.dealer if request.HasField("dealer") else None
             await self._admit(client, command_id)
             create = cmd.CreateGame(variant, tuple(request.players), options, new_seed(), dealer)
@@ -357,7 +369,7 @@ class GameService(pb_grpc.GameServiceServicer):
                 tournament_id=request.tournament_id,
                 metadata={
                     "command_id": command_id,
-                    "actor": "admin" if caller.admin else "anyone",
+                    "actor": ADMIN if caller.admin else "anyone",
                     "command": "CreateGame",
                     "tournament_id": request.tournament_id,
                     "client": client,

@@ -115,7 +115,7 @@ def record_replay_html(
         (
             ("rules", report.valid, _rules_status(report)),
             ("hash chain", None, "a record file has no hash chain (a stored game does)"),
-            ("seed", seed[0], seed[1] + _mismatches(report)),
+            ("seed", seed[0], seed[1] + _mismatches(report) + _fixed(report)),
         ),
     )
     return _page(source, seat)
@@ -154,7 +154,7 @@ def game_replay_html(
             text += f"; cards re-derived to position {seed.checked_to}"
         if seed.mismatches:
             text += f"; {len(seed.mismatches)} mismatch(es), first at position {seed.mismatches[0].position}"
-        status.append(("seed", ok, text))
+        status.append(("seed", ok, text + _fixed(rules)))
     if report.replay is not None:
         replay = report.replay
         diverged = replay.diverged_at
@@ -191,6 +191,14 @@ def _rules_status(report: RulesReport) -> str:
 def _mismatches(report: RulesReport) -> str:
     unfair = [v for v in report.violations if v.rule is Rule.FAIR_COMMIT]
     return f"; {len(unfair)} card(s) not the seed's" if unfair else ""
+
+
+def _fixed(report: RulesReport) -> str:
+    """The rounds dealt from a fixed deck, which the seed did not deal (so it was not asked about them)."""
+    return "".join(
+        f"; round {f.round} dealt from a fixed deck by {f.by} at {report.unit.value} {f.at}, not by the seed"
+        for f in report.fixed_decks
+    )
 
 
 # --- the page ---------------------------------------------------------------------------------------------

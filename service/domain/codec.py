@@ -1,10 +1,11 @@
 """Domain values as plain JSON values, and back: the one value codec of stored rows and wire payloads.
 
 Cards become their tokens (``"R7"``), enums their values, options their JSON object, bytes lowercase hex,
-tuples lists, so a payload follows its dataclass's fields one to one; :func:`decoder` reads it back,
-driven by the type hints. Which stored name is which dataclass is :mod:`service.domain.catalogue`'s to
-say; the bytes the store hashes are :mod:`service.store.canonical`'s. docs/DESIGN.md ("Stored types and
-their versions").
+tuples lists, so a payload follows its dataclass's fields one to one (a field added to a stored type with
+``LEFT_OUT_AT_DEFAULT`` is left out while it holds its default); :func:`decoder` reads it back, driven by
+the type hints. Which stored name is which dataclass is :mod:`service.domain.catalogue`'s to say; the
+bytes the store hashes are :mod:`service.store.canonical`'s. docs/DESIGN.md ("Stored types and their
+versions").
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from functools import cache
 from typing import Any
 
 from service.rules.cards import Card
+from service.rules.events import LEFT_OUT_AT_DEFAULT
 from service.rules.options import Options, options_from_json
 
 
@@ -42,8 +44,22 @@ def to_json(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(key): to_json(item) for key, item in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {}
+        for name, optional, default in _written_fields(type(value)):
+            item = getattr(value, name)
+            if not (optional and item == default):
+                out[name] = to_json(item)
+        return out
     raise TypeError(f"no JSON form for {type(value).__name__}")
+
+
+@cache
+def _written_fields(cls: type) -> tuple[tuple[str, bool, Any], ...]:
+    """Each field of dataclass ``cls``: its name, whether it is left out of the JSON while it holds its
+    default (:data:`~service.rules.events.LEFT_OUT_AT_DEFAULT`), and that default."""
+    return tuple(
+        (f.name, bool(f.metadata.get(LEFT_OUT_AT_DEFAULT)), f.default) for f in dataclasses.fields(cls)
+    )
 
 
 # --- decoding, driven by the dataclasses' type hints --------------------------------------------------

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from service.play.bots import Habits, RandomBot, SensibleBot
+from service.rules.cards import Card
 from service.rules.commands import Command, CreateGame, StartRound
 from service.rules.decide import create, execute
 from service.rules.events import Awaiting, Event
@@ -81,10 +82,14 @@ def play_game(
     checks: bool = True,
     sensible: Sequence[bool] | None = None,
     habits: Habits | None = None,
+    fixed_decks: Mapping[int, Sequence[Card]] | None = None,
+    fixed_by: str = "admin",
 ) -> SimulatedGame:
     """Bots play one complete game dealt from a seed derived from ``seed``.
 
     ``sensible[i]`` picks the sensible bot for seat ``i`` (default: alternate, starting random).
+    ``fixed_decks[n]`` deals round ``n`` from that deck (top first) instead of the seed's shuffle, as
+    the admin's fixed deck does in the service, the round recording ``fixed_by`` as who fixed it.
 
     A game can have no end under the rules: with ``force_play``, two players who hold nothing playable
     can pass the last two Reverses between them for ever — each draws the other's, must play it, and
@@ -109,6 +114,9 @@ def play_game(
         if len(game.steps) > MAX_COMMANDS:
             raise InvariantError(f"game with seed {seed} did not end after {MAX_COMMANDS} commands")
         command = _next_command(state, bots, rng)
+        fixed = (fixed_decks or {}).get(state.round + 1)
+        if isinstance(command, StartRound) and fixed is not None:
+            command = StartRound(deck=tuple(fixed), fixed_by=fixed_by)
         outcome = execute(state, command)
         if isinstance(outcome, Violation):
             raise InvariantError(f"a bot's command was rejected: {command} → {outcome}")

@@ -104,7 +104,7 @@ def record_from_steps(
                 rounds.append(RoundBlock(start, tuple(actions)))
             started = next(e for e in events if isinstance(e, RoundStarted))
             with_deck = started.deck is not None and mode is not RecordMode.HANDS
-            start = _round_line(players, started, events, with_deck, line, piles)
+            start = _round_line(players, started, events, with_deck, line, piles, seeded=seeded)
             actions = []
         else:
             action = _action(players, command, events, with_deck, line)
@@ -164,7 +164,11 @@ def _round_line(
     with_deck: bool,
     line: int,
     piles: bool,
+    *,
+    seeded: bool = True,
 ) -> RoundLine:
+    """The round line of ``started``; ``seeded``: the record commits to the game's seed, so a round dealt
+    from a fixed deck says who fixed it (a record without the seed claims no seed's shuffle)."""
     hands = first = None
     if not with_deck:
         dealt = started.hands
@@ -183,6 +187,7 @@ def _round_line(
         fired=fired_outcomes(events, with_deck),
         line=line,
         reshuffles=new_piles(events) if piles and with_deck else (),
+        fixed_by=started.fixed_by if seeded and with_deck else None,
     )
 
 

@@ -93,6 +93,8 @@ class RoundLine:
             with a deck, a list of cards without); empty when there were none.
         reshuffles: the draw pile (top first) after each first card that was returned to it, in order,
             when the table says how it reshuffled; empty otherwise.
+        fixed_by: who fixed the ``deck`` of a round that a game committed to a seed did not deal from
+            the seed's shuffle (the service's admin), or ``None``: the seed dealt it (or there is none).
         line: the physical line number of the round line; not part of equality.
     """
 
@@ -105,6 +107,7 @@ class RoundLine:
     fired: tuple[Fired, ...]
     line: int = field(compare=False)
     reshuffles: tuple[tuple[Card, ...], ...] = ()
+    fixed_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,7 +62,7 @@ MAX_PLAYERS = 10
 # --- Reading ---------------------------------------------------------------------------------------------
 
 _HEADER_KEYS = ("record", "variant", "players", "options", "seed_sha256", "seed")
-_ROUND_KEYS = ("round", "dealer", "deck", "hands", "first", "cards", "fired", "reshuffle")
+_ROUND_KEYS = ("round", "dealer", "fixed_by", "deck", "hands", "first", "cards", "fired", "reshuffle")
 _ACTION_KEYS = tuple(kind.value for kind in ActionKind)
 #: The keys each action may carry besides ``by`` and its action key, in canonical order.
 _MODIFIERS: dict[ActionKind, tuple[str, ...]] = {
@@ -315,7 +315,10 @@ def _read_players(line: _Line, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _read_round(number: int, obj: dict[str, Any], players: tuple[str, ...], expected: int) -> RoundLine:
+def _read_round(
+    number: int, obj: dict[str, Any], players: tuple[str, ...], expected: int, committed: bool
+) -> RoundLine:
+    """A round line; ``committed``: the header commits to a seed (gives ``seed`` or ``seed_sha256``)."""
     line = _Line(number, players, with_deck="deck" in obj)
     line.check_keys(obj, _ROUND_KEYS, "a round line")
     value = obj["round"]
@@ -345,7 +348,28 @@ def _read_round(number: int, obj: dict[str, Any], players: tuple[str, ...], expe
     if "reshuffle" in obj and not line.with_deck:
         line.fail("'reshuffle' on a round line (the pile after a returned first card) needs a 'deck'")
     reshuffles = line.piles(obj["reshuffle"]) if "reshuffle" in obj else ()
-    return RoundLine(expected, dealer, deck, hands, first, line.listed(obj), fired, number, reshuffles)
+    fixed_by = _read_fixed_by(line, obj, committed)
+    return RoundLine(
+        expected, dealer, deck, hands, first, line.listed(obj), fired, number, reshuffles, fixed_by
+    )
+
+
+def _read_fixed_by(line: _Line, obj: dict[str, Any], committed: bool) -> str | None:
+    """Who fixed the round's deck, when the line says it was not the seed's shuffle. Only a round with a
+    deck, in a record that commits to a seed, can say so: elsewhere no seed deals, and there is nothing
+    the deal would be exempt from."""
+    if "fixed_by" not in obj:
+        return None
+    value = obj["fixed_by"]
+    if not isinstance(value, str) or not valid_name(value):
+        line.fail(
+            f"'fixed_by' must be a name of 1 to {MAX_NAME} printable characters, not {_json_type(value)}"
+        )
+    if not line.with_deck:
+        line.fail("'fixed_by' (the round was dealt from a fixed deck) needs the round's 'deck'")
+    if not committed:
+        line.fail("'fixed_by' says the seed did not deal the round, but the header commits to no seed")
+    return value
 
 
 def _read_action(
@@ -486,7 +510,8 @@ def read_record(text: str) -> GameRecord:
         elif "round" in obj:
             if start is not None:
                 rounds.append(RoundBlock(start, tuple(actions)))
-            start = _read_round(number, obj, header.players, expected=len(rounds) + 1)
+            committed = header.seed is not None or header.seed_sha256 is not None
+            start = _read_round(number, obj, header.players, len(rounds) + 1, committed)
             actions = []
         elif start is None:
             raise RecordError(number, "an action line before the first round line")
@@ -552,6 +577,8 @@ def _header_json(header: RecordHeader) -> dict[str, Any]:
 
 def _round_json(start: RoundLine, players: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {"round": start.round, "dealer": start.dealer}
+    if start.fixed_by is not None:
+        out["fixed_by"] = start.fixed_by
     if start.deck is not None:
         out["deck"] = tokens(start.deck)
     if start.hands is not None:

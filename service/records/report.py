@@ -264,11 +264,38 @@ class FinalTable:
 
 
 @dataclass(frozen=True, slots=True)
+class FixedDeck:
+    """Round ``round``, started at line (position) ``at``, was dealt from a deck ``by`` fixed (the
+    service's admin), not from the seed's shuffle: the seed is not checked against its deal, everything
+    else is (``fair.commit``)."""
+
+    at: int
+    round: int
+    by: str
+
+    @property
+    def message(self) -> str:
+        return f"round {self.round} was dealt from a fixed deck by {self.by}, not from the seed's shuffle"
+
+    def placed(self, place: Place) -> FixedDeck:
+        return dataclasses.replace(self, at=place(self.at))
+
+    def to_json(self, unit: Unit) -> dict[str, object]:
+        return {unit.value: self.at, "round": self.round, "by": self.by, "message": self.message}
+
+
+def fixed_deck_line(fixed: FixedDeck, unit: Unit) -> str:
+    """A round dealt from a fixed deck, as the text report gives it (``line 2: FIXED DECK: …``)."""
+    return f"{unit.value} {fixed.at}: FIXED DECK: {fixed.message}; its deal was not checked against the seed"
+
+
+@dataclass(frozen=True, slots=True)
 class RulesReport:
     """What the rules say of one game: a record's whole report, and the part of a stored game's report
     that judges its play. Valid when no rule was broken.
 
     ``stopped_at`` is the line (position) the game could no longer be followed at, if it could not.
+    ``fixed_decks`` are the rounds dealt from a fixed deck rather than the seed's shuffle, in order.
     """
 
     variant: Variant
@@ -278,6 +305,7 @@ class RulesReport:
     final: FinalTable
     stopped_at: int | None
     unit: Unit = Unit.LINE
+    fixed_decks: tuple[FixedDeck, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -292,6 +320,7 @@ class RulesReport:
             rulings=tuple(r.placed(place) for r in self.rulings),
             stopped_at=_placed(place, self.stopped_at),
             unit=Unit.POSITION,
+            fixed_decks=tuple(f.placed(place) for f in self.fixed_decks),
         )
 
     def import_outcome(self) -> Outcome:
@@ -300,12 +329,16 @@ class RulesReport:
         return dataclasses.replace(self.outcome, verdict=RecordVerdict(self.valid, self.stopped_at))
 
     def to_json(self) -> dict[str, object]:
-        """The report object of ``docs/RECORD.md`` (a line or a position under the unit's key)."""
+        """The report object of ``docs/RECORD.md`` (a line or a position under the unit's key).
+        ``fixed_decks`` is there only when a round was dealt from one, so that every other game's report
+        is what it always was."""
+        fixed = {"fixed_decks": [f.to_json(self.unit) for f in self.fixed_decks]} if self.fixed_decks else {}
         return {
             "valid": self.valid,
             "variant": self.variant.value,
             "violations": [v.to_json(self.unit) for v in self.violations],
             "rulings": [r.to_json(self.unit) for r in self.rulings],
+            **fixed,
             **self.outcome.to_json(),
             "final": self.final.to_json(),
             "stopped_at": self.stopped_at,

@@ -26,6 +26,7 @@ from service.records.report import (
     ChallengeEvidence,
     FinalTable,
     Finding,
+    FixedDeck,
     Outcome,
     RefusedChallengeEvidence,
     RoundScore,
@@ -82,6 +83,7 @@ class Report:
     players: tuple[str, ...]
     violations: list[Finding] = field(default_factory=list)
     rulings: list[Ruling] = field(default_factory=list)
+    fixed_decks: list[FixedDeck] = field(default_factory=list)
     stopped_at: int | None = None  # the line the record could no longer be followed at
     state: State | None = None
     #: The events the replay applied for each line (line → events), in order; lines that changed
@@ -108,7 +110,13 @@ class Report:
                 players[state.turn] if state.in_round() else None,
             )
         return RulesReport(
-            self.variant, tuple(self.violations), tuple(self.rulings), outcome, final, self.stopped_at
+            self.variant,
+            tuple(self.violations),
+            tuple(self.rulings),
+            outcome,
+            final,
+            self.stopped_at,
+            fixed_decks=tuple(self.fixed_decks),
         )
 
 
@@ -261,7 +269,13 @@ class Replay:
     def start_round(self, start: RoundLine) -> None:
         assert self.state is not None
         seed = self.record.header.seed
-        if start.deck is not None and seed is not None:
+        if start.fixed_by is not None:
+            # The round says it was dealt from a fixed deck: the report says so, and the seed is not
+            # asked for this deal. Everything else is checked as in any round (the deck is the rule
+            # set's, the deal and every card after it come from it in order, presses and reshuffles
+            # from the seed).
+            self.report.fixed_decks.append(FixedDeck(start.line, start.round, start.fixed_by))
+        elif start.deck is not None and seed is not None:
             derived = fair.shuffled(seed, f"round:{start.round}:deal", self.state.deck)
             if derived != start.deck:
                 self.violation(
@@ -275,6 +289,7 @@ class Replay:
             deck=start.deck,
             hands=hands,
             supply=self.supply(start.cards, start.fired, start.first or (), start.reshuffles),
+            fixed_by=start.fixed_by,
         )
         problem = self.undealable(command)
         if problem is not None:

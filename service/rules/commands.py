@@ -59,12 +59,15 @@ class CreateGame:
 class StartRound:
     """Deal the next round. ``deck`` fixes the shuffled deck (top first); ``hands`` gives dealt hands of a
     table game whose deck order is unknown (then ``supply.flips`` lists the first cards turned).
-    ``dealer`` states the round's dealer when the caller knows it (checked against the rules)."""
+    ``dealer`` states the round's dealer when the caller knows it (checked against the rules).
+    ``fixed_by`` names who fixed ``deck`` in a game that commits to a seed: the round is then dealt from
+    that deck and says so (``RoundStarted.fixed_by``), instead of claiming the seed's shuffle."""
 
     dealer: int | None = None
     deck: tuple[Card, ...] | None = None
     hands: tuple[tuple[Card, ...], ...] | None = None
     supply: Supply = NO_SUPPLY
+    fixed_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

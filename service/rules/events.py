@@ -9,11 +9,16 @@ docs/DESIGN.md ("The rules engine") lists each group.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from service.rules.cards import Card, Colour
 from service.rules.options import Options, Variant
 from service.rules.violations import Rule
+
+#: The field metadata key of a field added to an event after logs were stored with it: the stored payload
+#: leaves the field out while it holds its default (:func:`service.domain.codec.to_json`), so that an event
+#: which does not use it is written exactly as before the field existed, and decodes as the default.
+LEFT_OUT_AT_DEFAULT = "left_out_at_default"
 
 
 class Awaiting(enum.Enum):
@@ -65,12 +70,18 @@ class RoundStarted:
     ``deck`` is the complete shuffled deck, top first, before the deal (7 cards each, one at a time,
     starting left of the dealer); ``hands`` are dealt hands reported by a table whose deck order is
     unknown, in which case the draw pile is the rest of the deck in no known order.
+
+    ``fixed_by`` names who fixed the deck's order (the service's admin) when a game that commits to a seed
+    deals this round from a deck given to it rather than from the seed's shuffle (``fair.commit``); it is
+    ``None`` for a round the seed dealt, or a table game's. Added after logs were stored: left out of the
+    payload while ``None``.
     """
 
     round: int
     dealer: int
     deck: tuple[Card, ...] | None
     hands: tuple[tuple[Card, ...], ...] | None
+    fixed_by: str | None = field(default=None, metadata={LEFT_OUT_AT_DEFAULT: True})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,9 @@
 """Setting a game up: its creation and every round's deal, up to the first card (digest §2, ``setup.*``).
 
 A game is created once (players, dealer, the seed's commitment: ``fair.commit``); each round then deals
-from the seed's shuffle, from the deck order a table reported, or from the hands a table dealt
-(``deck.composition`` checks them), and flips the first card by the rule set's own rule
-(``VariantRules.first_card``: :mod:`service.rules.classic`, :mod:`~service.rules.sonic`,
+from the seed's shuffle, from a deck order a table reported or the admin fixed (the round records who),
+or from the hands a table dealt (``deck.composition`` checks them), and flips the first card by the rule
+set's own rule (``VariantRules.first_card``: :mod:`service.rules.classic`, :mod:`~service.rules.sonic`,
 :mod:`~service.rules.mario_kart`, :mod:`~service.rules.attack`).
 """
 
@@ -89,6 +89,9 @@ def check_start(state: State, command: StartRound) -> Violation | None:
             return Violation(Rule.DECK_COMPOSITION, _composition_difference(state, dealt))
     if command.deck is None and command.hands is None and state.seed is None:
         return Violation(Rule.SETUP_DEAL, "a game without a seed needs the round's deck or dealt hands")
+    if command.fixed_by is not None and command.deck is None:
+        # A fixed deal is the one exemption from the seed's shuffle (fair.commit): it names its deck.
+        return Violation(Rule.FAIR_COMMIT, "a round dealt from a fixed deck needs that deck")
     return None
 
 
@@ -159,5 +162,7 @@ def resolve_start(act: Act, command: StartRound) -> None:
         if s.seed is None:
             raise Impossible(Rule.SETUP_DEAL, "no deck, no dealt hands and no seed to shuffle with")
         deck = fair.shuffled(s.seed, f"round:{number}:deal", s.deck)
-    act.emit(RoundStarted(number, dealer, deck, command.hands))
+    # Only a deck given by the command can be fixed; one the seed shuffled here never is.
+    fixed_by = command.fixed_by if command.deck is not None else None
+    act.emit(RoundStarted(number, dealer, deck, command.hands, fixed_by))
     VARIANT_RULES[s.variant].first_card(act)
