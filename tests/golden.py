@@ -3,10 +3,11 @@
 Written by :func:`write` (``python -m tests.golden``) from bot games as the service stores them, hash-chained,
 a dispute and a seed reveal appended as audit entries. They are never regenerated to make a test pass: a log
 written today must verify with every later version of the code (``tests/test_stored_logs.py``). A file may be
-added for a new stored type or row hash version: ``classic-v2`` (:func:`write_upgraded`) was stored across the
-upgrade to version 2. JSON Lines: a header ``{"game_id", "variant", "seed", "expected"}`` (``classic-v2``: and
-``ledger``), then rows ``{"version", "type", "payload", "metadata", "prev_hash", "hash"}`` (hashes in hex;
-``classic-v2``: and ``hash_version``, ``recorded_at``).
+added for a new stored type, field or row hash version: ``classic-v2`` (:func:`write_upgraded`) was stored
+across the upgrade to version 2, ``classic-fixed`` (:func:`write_fixed`) dealt from the admin's fixed deck.
+JSON Lines: a header ``{"game_id", "variant", "seed", "expected"}`` (``classic-v2``: and ``ledger``), then
+rows ``{"version", "type", "payload", "metadata", "prev_hash", "hash"}`` (hashes in hex; ``classic-v2``: and
+``hash_version``, ``recorded_at``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from service.app.handler import stored_form
 from service.domain.catalogue import encode, type_name
 from service.domain.entries import DisputeFiled, DisputeKind, SeedRevealed
 from service.play.simulate import SimulatedGame, play_game
+from service.rules.cards import DECKS, Card
 from service.rules.commands import Catch, StartRound
+from service.rules.fair import shuffled
 from service.rules.options import Variant, make_options
 from service.store import GENESIS_HASH, LedgerRow, StoredEvent, chain_hash
 from service.store.model import stored_hash, utc_text
@@ -32,6 +35,9 @@ HERE = Path(__file__).parent / "data" / "stored"
 
 #: The name of the log stored across the upgrade to row hash version 2 (:func:`write_upgraded`).
 UPGRADED = "classic-v2"
+
+#: The name of the log whose first round the admin dealt from a fixed deck (:func:`write_fixed`).
+FIXED = "classic-fixed"
 
 #: The time every row of a log without times (the rule sets' logs, all of row hash version 1) reads with.
 AT = datetime(2026, 12, 1, tzinfo=UTC)
@@ -99,7 +105,13 @@ def write(variant: Variant) -> Path:
 
 
 def _row(
-    rows: list[dict[str, Any]], game_id: str, kind: str, payload: dict[str, Any], command_id: str, prev: bytes
+    rows: list[dict[str, Any]],
+    game_id: str,
+    kind: str,
+    payload: dict[str, Any],
+    command_id: str,
+    prev: bytes,
+    metadata: dict[str, Any] | None = None,
 ) -> bytes:
     version = len(rows) + 1
     digest = chain_hash(prev, game_id, version, kind, payload)
@@ -108,7 +120,7 @@ def _row(
             "version": version,
             "type": kind,
             "payload": payload,
-            "metadata": {"command_id": command_id},
+            "metadata": metadata or {"command_id": command_id},
             "prev_hash": prev.hex(),
             "hash": digest.hex(),
         }
@@ -191,6 +203,46 @@ def write_upgraded() -> Path:
     return _save(path_of(UPGRADED), header, [row_json(row, stamped=True) for row in rows])
 
 
+def fixed_deck() -> tuple[Card, ...]:
+    """The deck :data:`FIXED`'s first round is dealt from: a classic deck in an order no seed of the game
+    made (shuffled under a label the engine never uses, so it stays the same for ever)."""
+    return shuffled(b"a table's deck", "golden:fixed", DECKS["classic"])
+
+
+def write_fixed() -> Path:
+    """Write :data:`FIXED`: the classic golden game's players and seed, its one round dealt from
+    :func:`fixed_deck` as the service deals an admin's fixed deck: ``CreateGame`` (actor ``admin``) writes
+    the game and the round, whose ``RoundStarted`` says who fixed the deck. Rows of hash version 1, with
+    the metadata the service wrote (command id, actor, command)."""
+    game = play_game(
+        Variant.CLASSIC,
+        3,
+        2026,
+        options=make_options(Variant.CLASSIC, {"target_score": 1}),
+        fixed_decks={1: fixed_deck()},
+    )
+    game_id = f"golden-{FIXED}"
+    rows: list[dict[str, Any]] = []
+    prev = GENESIS_HASH
+    catch_at = None
+    (deal, dealt), *steps = game.steps
+    assert isinstance(deal, StartRound) and deal.fixed_by == "admin"
+    # CreateGame with a fixed deck deals the first round in the same command, as the service does.
+    commands: list[tuple[Any, int | str, list[Any]]] = [("CreateGame", "admin", [game.events[0], *dealt])]
+    commands += [(command, command.player, list(events)) for command, events in steps]  # type: ignore[union-attr]
+    for number, (command, actor, events) in enumerate(commands):
+        if isinstance(command, Catch) and catch_at is None:
+            catch_at = len(rows) + 1
+        method = command if isinstance(command, str) else type(command).__name__
+        metadata = {"command_id": f"cmd-{number}", "actor": actor, "command": method}
+        for event in events:
+            prev = _row(rows, game_id, *_stored(event), f"cmd-{number}", prev, metadata)
+    for entry, command_id in _entries(game, catch_at, len(rows)):
+        metadata = {"command_id": command_id, "actor": "audit", "command": type_name(type(entry))}
+        prev = _row(rows, game_id, *encode(entry), command_id, prev, metadata)
+    return _save(path_of(FIXED), _header(game_id, game, len(rows) - 2), rows)
+
+
 def _stored(event: Any) -> tuple[str, dict[str, Any]]:
     new = stored_form(event)
     return new.type, new.payload
@@ -261,4 +313,7 @@ def read(name: Variant | str) -> tuple[dict[str, Any], list[StoredEvent]]:
 
 if __name__ == "__main__":  # pragma: no cover - run by hand to add a golden log
     for name in sys.argv[1:] or [variant.value for variant in Variant]:
-        print(write_upgraded() if name == UPGRADED else write(Variant.parse(name)))
+        if name in (UPGRADED, FIXED):
+            print(write_upgraded() if name == UPGRADED else write_fixed())
+        else:
+            print(write(Variant.parse(name)))

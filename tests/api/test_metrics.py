@@ -335,10 +335,10 @@ async def test_a_command_that_loses_a_race_is_counted_as_a_conflict_and_retried(
         moved(before, after, commands_total, command="Draw", outcome="rejected", rule="VERSION_CONFLICT") == 1
     )
     assert moved(before, after, "grpc_server_handled_total", **call("Draw"), grpc_code="Aborted") == 1
-    # A game dealt from the admin's fixed deck breaks the fair-dealing rule: its verdict says so.
-    assert (verified.valid, verified.chain_valid, verified.rules_valid) == (False, True, False)
-    assert moved(before, after, "uno_audit_verifications_total", verdict="rules_broken") == 1
-    assert moved(before, after, "uno_audit_verifications_total", verdict="valid") == 0
+    # A game dealt from the admin's fixed deck says so (RoundStarted.fixed_by), and is valid.
+    assert (verified.valid, verified.chain_valid, verified.rules_valid) == (True, True, True)
+    assert moved(before, after, "uno_audit_verifications_total", verdict="valid") == 1
+    assert moved(before, after, "uno_audit_verifications_total", verdict="rules_broken") == 0
     verify = call("VerifyGame", service="uno.audit.v1.AuditService")
     assert moved(before, after, "grpc_server_handled_total", **verify, grpc_code="OK") == 1
 

@@ -1,6 +1,7 @@
 """Fair dealing: with the seed, every deal, draw and launcher press of a stored game is re-derived and
 compared with the log; a card the seed did not deal is reported at its position, even when the log's
-chain is intact (a dishonest dealer writes a perfectly chained log)."""
+chain is intact (a dishonest dealer writes a perfectly chained log). A round the admin dealt from a fixed
+deck says so, and is reported as such (tests/audit/test_fixed_decks.py has the rest)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from google.protobuf import json_format
 from service.api.server import RunningServer
 from service.app.auditor import Auditor
 from service.play.simulate import SimulatedGame, play_game
+from service.records.record import read_record
+from service.records.verify import verify_record
 from service.rules.cards import Card
 from service.rules.events import CardDrawn, Event, LauncherPressed
 from service.rules.options import Variant
 from service.rules.violations import Rule
 from service.store import EventStore
-from tests.api.support import ADMIN, arranged_deck, create_game, new_id
+from tests.api.support import ADMIN, arranged_deck, create_game, header, new_id
 from tests.projections.projection_support import store_game
 from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
 from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc, game_pb2_grpc
@@ -103,20 +106,42 @@ async def test_a_launcher_press_the_seed_did_not_make_is_reported(store: EventSt
     assert any(v.rule is Rule.FAIR_COMMIT and v.at == forged_press.version for v in report.rules.violations)
 
 
-async def test_a_deck_the_dealer_arranged_is_not_the_seeds_and_says_so(
+async def test_a_deck_the_admin_fixed_verifies_valid_and_the_report_says_whose_it_was(
     server: RunningServer, stub: game_pb2_grpc.GameServiceStub, audit: audit_pb2_grpc.AuditServiceStub
 ) -> None:
-    # The admin may deal a fixed deck (for crafted tests); the game still commits to a seed, and the
-    # verifier says that this round was not dealt from it.
+    # The admin may deal a fixed deck (to rebuild a table game): the game still commits to a seed, which
+    # deals everything else; the round says who fixed its deck, and the report says so instead of
+    # finding that the seed did not deal it. Round 1 through CreateGame, round 1 of another game through
+    # StartRound: both ways the admin deals one.
     deck = arranged_deck({0: ["R5"]}, "G3", players=2)
-    game = await create_game(stub, players=2, fixed_deck=deck)
-    reply = await audit.VerifyGame(
-        apb.VerifyGameRequest(game_id=game.game_id, reveal_seed=True, command_id=new_id()), metadata=ADMIN
-    )
-    report = json_format.MessageToDict(reply.report)
-    assert not reply.valid and reply.chain_valid
-    [mismatch] = report["seed"]["mismatches"]
-    assert mismatch["position"] == 2  # the RoundStarted after GameCreated
-    assert "seed" in mismatch["message"]
-    view = await stub.GetGame(pb.GetGameRequest(game_id=game.game_id), metadata=ADMIN)
-    assert report["version"] == view.version
+    created = await create_game(stub, players=2, fixed_deck=deck)
+    started = await create_game(stub, players=2, options={"dealer_selection": "given"})
+    request = pb.StartRoundRequest(header=header(started.game_id), fixed_deck=deck)
+    dealt = await stub.StartRound(request, metadata=ADMIN)
+    assert [e.type for e in dealt.events][:1] == ["RoundStarted"]
+
+    for game, position in ((created, 2), (started, dealt.events[0].version)):
+        rows = await server.store.read_stream(game.game_id)
+        [round_started] = [row for row in rows if row.type == "RoundStarted"]
+        assert (round_started.payload["fixed_by"], round_started.metadata["actor"]) == ("admin", "admin")
+        reply = await audit.VerifyGame(
+            apb.VerifyGameRequest(game_id=game.game_id, reveal_seed=True, command_id=new_id()), metadata=ADMIN
+        )
+        report = json_format.MessageToDict(reply.report)
+        assert reply.valid and reply.rules_valid and reply.chain_valid, report
+        assert report["seed"]["mismatches"] == []
+        assert report["fixed_decks"] == [
+            {
+                "position": position,
+                "round": 1,
+                "by": "admin",
+                "message": "round 1 was dealt from a fixed deck by admin, not from the seed's shuffle",
+            }
+        ]
+        # The exported record says it too, and verifies offline.
+        exported = await audit.ExportGame(apb.ExportGameRequest(game_id=game.game_id), metadata=ADMIN)
+        record = read_record(exported.record)
+        assert [block.start.fixed_by for block in record.rounds] == ["admin"]
+        assert record.rounds[0].start.deck == tuple(Card.parse(token) for token in deck)
+        offline = verify_record(record)
+        assert offline.valid and [(f.round, f.by) for f in offline.fixed_decks] == [(1, "admin")]

@@ -20,7 +20,9 @@ import pytest
 from google.protobuf import json_format
 
 from service.rules.cards import DECKS
-from tests.api.support import ADMIN
+from tests.api.support import ADMIN, new_id
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2 as apb
+from uno_audit_client.gen.uno.audit.v1 import audit_pb2_grpc as apb_grpc
 from uno_audit_client.gen.uno.audit.v1 import game_pb2 as pb
 from uno_audit_client.gen.uno.audit.v1 import game_pb2_grpc as pb_grpc
 
@@ -91,7 +93,8 @@ def _payload(event: pb.Event) -> dict[str, Any]:
 
 async def assert_fixed_deck_game(channel: grpc.aio.Channel, game_id: str) -> list[pb.Event]:
     """The game ``game_id`` is the fixed deck's, played out: bo won the round and the game with 35 points,
-    each command applied once (the retried play too). Its events, as the admin reads them."""
+    each command applied once (the retried play too), and it verifies VALID, its round dealt from the
+    admin's fixed deck. Its events, as the admin reads them."""
     stub = pb_grpc.GameServiceStub(channel)  # type: ignore[no-untyped-call]
     view: pb.GameView = await stub.GetGame(pb.GetGameRequest(game_id=game_id), metadata=ADMIN)
     assert (view.awaiting, view.winner, list(view.players)) == ("game-over", 1, ["ann", "bo"])
@@ -109,4 +112,12 @@ async def assert_fixed_deck_game(channel: grpc.aio.Channel, game_id: str) -> lis
     ended = {e.type: _payload(e) for e in events if e.type in ("RoundEnded", "GameEnded")}
     assert (ended["RoundEnded"]["winner"], ended["RoundEnded"]["points"]) == (1, 35)
     assert (ended["GameEnded"]["winner"], ended["GameEnded"]["scores"]) == (1, [0, 35])
+    assert _payload(events[1])["fixed_by"] == "admin"
+    audit = apb_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
+    request = apb.VerifyGameRequest(game_id=game_id, command_id=new_id(), check_projections=False)
+    verified: apb.VerifyGameReply = await audit.VerifyGame(request, metadata=ADMIN)
+    report = json_format.MessageToDict(verified.report)
+    assert verified.valid, report
+    assert report["seed"]["mismatches"] == []
+    assert [(d["position"], d["round"], d["by"]) for d in report["fixed_decks"]] == [(2, 1, "admin")]
     return events
