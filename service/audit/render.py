@@ -35,6 +35,7 @@ from service.records.report import (
     Ruling,
     StackedChallengeEvidence,
     Unit,
+    fixed_deck_line,
 )
 from service.rules.cards import Card, Colour
 
@@ -69,6 +70,7 @@ def render(report: RulesReport | GameReport | LostGame, *, each_receipt: bool = 
     if rules is not None:
         lines += [f"  {finding_line(v, unit)}" for v in rules.violations]
         lines += [f"  {_ruling_line(r, unit)}" for r in rules.rulings]
+        lines += [f"  {fixed_deck_line(f, unit)}" for f in rules.fixed_decks]
     lines += disputes
     outcome = None if rules is None else rules.outcome
     if outcome is not None:
