@@ -39,8 +39,10 @@ async def test_bots_finish_games_of_every_rule_set_and_the_log_folds_to_the_view
         assert (summary.retries, summary.duplicates, summary.abandoned) == (0, 0, 0), variant
         # The bots follow the replies: a seat reads its view with GetGame only when cards it may not see
         # came into its hand (a deal, a penalty), not before every move (0.86 reads per command once).
+        # Each seat's read of each deal is allowed besides: a one-point game may be 20 commands long.
         bound = 0.15 if variant is Variant.CLASSIC else 0.25
-        assert 0 < summary.view_reads <= bound * summary.commands, (variant, summary.to_json())
+        deals = 3 * summary.rounds
+        assert 0 < summary.view_reads <= deals + bound * summary.commands, (variant, summary.to_json())
 
     listed: pb.ListGamesReply = await stub.ListGames(pb.ListGamesRequest())
     assert sorted(g.variant for g in listed.games) == sorted(VARIANTS[v] for v in variants)
