@@ -174,8 +174,12 @@ def _logging_as_it_was() -> Iterator[None]:
     test (a library logging at exit would then write to a closed file)."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
+    # An in-process Ctrl-C silences psycopg's loggers for the rest of the process (quiet_interrupt).
+    libraries = {name: logging.getLogger(name).level for name in ("psycopg", "psycopg_pool")}
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    for name, was in libraries.items():
+        logging.getLogger(name).setLevel(was)
     if structlog.is_configured():
         structlog.reset_defaults()
